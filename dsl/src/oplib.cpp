@@ -1,0 +1,174 @@
+#include "kiln/dsl/oplib.h"
+
+#include <cmath>
+
+namespace kiln {
+
+namespace {
+
+// The dtype ops compute in: f32 for half types, else the input's.
+DType opmath(DType t) { return (t == DType::F16 || t == DType::BF16) ? DType::F32 : t; }
+
+Tensor toOpmath(const Tensor& x, const Loc& loc) {
+  return x.dtype() == opmath(x.dtype()) ? x : cast(x, opmath(x.dtype()), loc);
+}
+
+Tensor backTo(const Tensor& y, DType t, const Loc& loc) {
+  return y.dtype() == t ? y : cast(y, t, loc);
+}
+
+[[noreturn]] void fail(std::string_view op, const std::string& problem, const Loc& loc) {
+  throw Error("kiln: " + std::string(op) + ": " + problem + " (at " + formatLocation(loc) + ")");
+}
+
+void requireFloat(std::string_view op, std::string_view what, const Tensor& t, const Loc& loc) {
+  if (!t.valid()) fail(op, std::string(what) + " is an empty Tensor handle; expected a tensor", loc);
+  if (!isFloat(t.dtype()))
+    fail(op, std::string(what) + " is " + typeToString(t.dtype(), t.shape()) +
+                 "; expected a float dtype (f32, f16, bf16)", loc);
+}
+
+// A [D] weight/bias against x [..., D].
+void requireLastDimVector(std::string_view op, std::string_view what, const Tensor& x, const Tensor& v,
+                          const Loc& loc) {
+  requireFloat(op, what, v, loc);
+  if (x.rank() == 0) fail(op, "x is 0-dim; expected rank >= 1", loc);
+  if (v.rank() != 1 || !(v.shape()[0] == x.shape().back()))
+    fail(op, std::string(what) + " is " + typeToString(v.dtype(), v.shape()) + " but x is " +
+                 typeToString(x.dtype(), x.shape()) + "; expected " + std::string(what) + " of shape [" +
+                 dimToString(x.shape().back()) + "]", loc);
+}
+
+}  // namespace
+
+Tensor gelu(const Tensor& x, GeluApproximation approx, Loc loc) {
+  requireFloat("gelu", "x", x, loc);
+  Tensor v = toOpmath(x, loc);
+  Tensor y;
+  if (approx == GeluApproximation::Tanh) {
+    const double k = std::sqrt(2.0 / M_PI);
+    Tensor inner = mul(add(v, mul(0.044715, mul(v, mul(v, v, loc), loc), loc), loc), k, loc);
+    y = mul(mul(0.5, v, loc), add(1.0, tanh(inner, loc), loc), loc);
+  } else {
+    y = mul(mul(0.5, v, loc), add(1.0, erf(mul(v, M_SQRT1_2, loc), loc), loc), loc);
+  }
+  return backTo(y, x.dtype(), loc);
+}
+
+Tensor silu(const Tensor& x, Loc loc) {
+  requireFloat("silu", "x", x, loc);
+  Tensor v = toOpmath(x, loc);
+  return backTo(mul(v, sigmoid(v, loc), loc), x.dtype(), loc);
+}
+
+Tensor swiglu(const Tensor& a, const Tensor& b, Loc loc) {
+  requireFloat("swiglu", "a", a, loc);
+  requireFloat("swiglu", "b", b, loc);
+  Tensor va = toOpmath(a, loc), vb = toOpmath(b, loc);
+  Tensor y = mul(mul(va, sigmoid(va, loc), loc), vb, loc);
+  return backTo(y, promoteTypes({&a.node(), &b.node()}), loc);
+}
+
+Tensor softmax(const Tensor& x, int64_t axis, Loc loc) {
+  requireFloat("softmax", "x", x, loc);
+  Tensor v = toOpmath(x, loc);
+  Tensor m = max(v, axis, true, loc);
+  Tensor e = exp(sub(v, m, loc), loc);
+  Tensor y = div(e, sum(e, axis, true, loc), loc);
+  return backTo(y, x.dtype(), loc);
+}
+
+Tensor log_softmax(const Tensor& x, int64_t axis, Loc loc) {
+  requireFloat("log_softmax", "x", x, loc);
+  Tensor v = toOpmath(x, loc);
+  Tensor m = max(v, axis, true, loc);
+  Tensor shifted = sub(v, m, loc);
+  Tensor lse = log(sum(exp(shifted, loc), axis, true, loc), loc);
+  return backTo(sub(shifted, lse, loc), x.dtype(), loc);
+}
+
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Loc loc) {
+  requireFloat("layernorm", "x", x, loc);
+  if (weight.valid()) requireLastDimVector("layernorm", "weight", x, weight, loc);
+  if (bias.valid()) requireLastDimVector("layernorm", "bias", x, bias, loc);
+  Tensor v = toOpmath(x, loc);
+  Tensor mu = mean(v, -1, true, loc);
+  Tensor centered = sub(v, mu, loc);
+  Tensor variance = var(v, -1, 0, true, loc);
+  Tensor y = mul(centered, rsqrt(add(variance, eps, loc), loc), loc);
+  if (weight.valid()) y = mul(y, toOpmath(weight, loc), loc);
+  if (bias.valid()) y = add(y, toOpmath(bias, loc), loc);
+  return backTo(y, x.dtype(), loc);
+}
+
+Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps, Loc loc) {
+  requireFloat("rmsnorm", "x", x, loc);
+  if (weight.valid()) requireLastDimVector("rmsnorm", "weight", x, weight, loc);
+  Tensor v = toOpmath(x, loc);
+  Tensor ms = mean(mul(v, v, loc), -1, true, loc);
+  Tensor y = mul(v, rsqrt(add(ms, eps, loc), loc), loc);
+  if (weight.valid()) y = mul(y, toOpmath(weight, loc), loc);
+  return backTo(y, x.dtype(), loc);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction, Loc loc) {
+  requireFloat("cross_entropy", "logits", logits, loc);
+  if (!targets.valid()) fail("cross_entropy", "targets is an empty Tensor handle", loc);
+  if (!isInteger(targets.dtype()))
+    fail("cross_entropy", "targets is " + typeToString(targets.dtype(), targets.shape()) +
+                              "; expected i32 or i64 class indices", loc);
+  const Shape& ls = logits.shape();
+  if (logits.rank() < 1 || targets.rank() != logits.rank() - 1 ||
+      !std::equal(targets.shape().begin(), targets.shape().end(), ls.begin()))
+    fail("cross_entropy", "logits is " + typeToString(logits.dtype(), ls) + " and targets is " +
+                              typeToString(targets.dtype(), targets.shape()) +
+                              "; expected logits [..., C] and targets [...] with the same leading dims", loc);
+  Tensor v = backTo(logits, DType::F32, loc);
+  Tensor m = max(v, -1, true, loc);
+  Tensor lse = add(log(sum(exp(sub(v, m, loc), loc), -1, true, loc), loc), m, loc);
+  Shape keep = targets.shape();
+  keep.push_back(Dim(int64_t{1}));
+  Tensor t = reshape(targets, keep, loc);
+  Graph g = logits.graph();
+  Tensor classes = iota(g, ls, -1, targets.dtype(), loc);
+  Tensor picked = where(eq(classes, t, loc), v, 0.0, loc);
+  Tensor loss = sub(lse, sum(picked, -1, true, loc), loc);   // [..., 1]
+  loss = reshape(loss, targets.shape(), loc);
+  if (reduction == Reduction::Mean) return mean(loss, {}, false, loc);
+  return loss;
+}
+
+AdamWScalars adamw_scalars(Graph& g, Loc loc) {
+  return {g.scalar("lr", DType::F32, loc),    g.scalar("beta1", DType::F32, loc),
+          g.scalar("beta2", DType::F32, loc), g.scalar("eps", DType::F32, loc),
+          g.scalar("weight_decay", DType::F32, loc), g.scalar("step", DType::F32, loc)};
+}
+
+AdamWResult adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                       const Tensor& exp_avg_sq, const AdamWScalars& s, Loc loc) {
+  requireFloat("adamw_step", "param", param, loc);
+  requireFloat("adamw_step", "grad", grad, loc);
+  requireFloat("adamw_step", "exp_avg", exp_avg, loc);
+  requireFloat("adamw_step", "exp_avg_sq", exp_avg_sq, loc);
+  for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq})
+    if (t->shape() != param.shape())
+      fail("adamw_step", "param is " + typeToString(param.dtype(), param.shape()) + " but another state tensor is " +
+                             typeToString(t->dtype(), t->shape()) + "; expected equal shapes", loc);
+  for (const Tensor* t : {&s.lr, &s.beta1, &s.beta2, &s.eps, &s.weight_decay, &s.step})
+    if (!t->valid() || t->rank() != 0)
+      fail("adamw_step", "a hyper-parameter is not a 0-dim scalar; expected Graph::scalar values", loc);
+  Tensor p = toOpmath(param, loc), g = toOpmath(grad, loc);
+  Tensor m = toOpmath(exp_avg, loc), v = toOpmath(exp_avg_sq, loc);
+  Tensor m2 = add(mul(s.beta1, m, loc), mul(sub(1.0, s.beta1, loc), g, loc), loc);
+  Tensor v2 = add(mul(s.beta2, v, loc), mul(sub(1.0, s.beta2, loc), mul(g, g, loc), loc), loc);
+  Tensor bc1 = sub(1.0, pow(s.beta1, s.step, loc), loc);
+  Tensor bc2 = sub(1.0, pow(s.beta2, s.step, loc), loc);
+  Tensor stepSize = div(s.lr, bc1, loc);
+  Tensor denom = add(div(sqrt(v2, loc), sqrt(bc2, loc), loc), s.eps, loc);
+  Tensor decayed = mul(p, sub(1.0, mul(s.lr, s.weight_decay, loc), loc), loc);
+  Tensor p2 = sub(decayed, mul(stepSize, div(m2, denom, loc), loc), loc);
+  return {backTo(p2, param.dtype(), loc), backTo(m2, exp_avg.dtype(), loc),
+          backTo(v2, exp_avg_sq.dtype(), loc)};
+}
+
+}  // namespace kiln

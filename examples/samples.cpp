@@ -1,0 +1,93 @@
+#include "samples.h"
+
+#include "kiln/dsl/oplib.h"
+
+namespace kiln::samples {
+
+namespace {
+
+Graph geluBias() {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"N", 4096});
+  Tensor b = g.input("b", DType::BF16, {4096});
+  g.output("y", gelu_tanh(x + b));
+  return g;
+}
+
+Graph fmaSample() {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"N", 4096});
+  Tensor y = g.input("y", DType::BF16, {"N", 4096});
+  Tensor z = g.input("z", DType::BF16, {"N", 4096});
+  g.output("out", x * y + z);
+  return g;
+}
+
+Graph softmaxSample() {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"N", 4096});
+  g.output("y", softmax(x, -1));
+  return g;
+}
+
+Graph layernormSample() {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"N", 4096});
+  Tensor w = g.input("weight", DType::BF16, {4096});
+  Tensor b = g.input("bias", DType::BF16, {4096});
+  g.output("y", layernorm(x, w, b, 1e-5));
+  return g;
+}
+
+Graph rmsnormSample() {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"N", 4096});
+  Tensor w = g.input("weight", DType::BF16, {4096});
+  g.output("y", rmsnorm(x, w, 1e-6));
+  return g;
+}
+
+Graph crossEntropySample() {
+  Graph g;
+  Tensor logits = g.input("logits", DType::BF16, {"N", 32768});
+  Tensor targets = g.input("targets", DType::I64, {"N"});
+  g.output("loss", cross_entropy(logits, targets, Reduction::Mean));
+  return g;
+}
+
+Graph adamwSample() {
+  Graph g;
+  Tensor p = g.input("param", DType::F32, {"N"});
+  Tensor grad = g.input("grad", DType::F32, {"N"});
+  Tensor m = g.input("exp_avg", DType::F32, {"N"});
+  Tensor v = g.input("exp_avg_sq", DType::F32, {"N"});
+  AdamWScalars s = adamw_scalars(g);
+  AdamWResult r = adamw_step(p, grad, m, v, s);
+  g.output("new_param", r.param);
+  g.output("new_exp_avg", r.exp_avg);
+  g.output("new_exp_avg_sq", r.exp_avg_sq);
+  return g;
+}
+
+}  // namespace
+
+const std::vector<Sample>& all() {
+  static const std::vector<Sample> samples = {
+      {"gelu_bias", "y = gelu_tanh(x + b), b a row vector", geluBias},
+      {"fma", "out = x * y + z", fmaSample},
+      {"softmax", "softmax over the last dim", softmaxSample},
+      {"layernorm", "layernorm with weight and bias, eps 1e-5", layernormSample},
+      {"rmsnorm", "rmsnorm with weight, eps 1e-6", rmsnormSample},
+      {"cross_entropy", "mean cross-entropy of logits and i64 targets", crossEntropySample},
+      {"adamw", "one AdamW step: new param, exp_avg, exp_avg_sq", adamwSample},
+  };
+  return samples;
+}
+
+Graph build(const std::string& name) {
+  for (const Sample& s : all())
+    if (s.name == name) return s.build();
+  throw Error("kiln: no sample graph named '" + name + "'");
+}
+
+}  // namespace kiln::samples
