@@ -13,6 +13,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> cmds = {
       {"check", "parse, validate and print a graph's canonical form", kCheckHelp, runCheck},
       {"eval", "reference-evaluate a graph on random inputs", kEvalHelp, runEval},
+      {"compile", "compile a graph to kernels and show any stage", kCompileHelp, runCompile},
   };
   return cmds;
 }

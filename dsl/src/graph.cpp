@@ -211,6 +211,29 @@ int Graph::addNode(Node n) {
   return numNodes() - 1;
 }
 
+Graph bindDims(const Graph& g, const std::vector<std::pair<std::string, int64_t>>& values) {
+  auto subst = [&](Shape s) {
+    for (Dim& d : s)
+      for (const auto& [name, v] : values)
+        if (d.isDynamic() && d.name == name) d = Dim(v);
+    return s;
+  };
+  for (const auto& [name, v] : values)
+    if (v < 0) throw Error("kiln: dim " + name + " = " + std::to_string(v) + "; expected a size >= 0");
+  Graph out;
+  std::vector<int> remap(g.numNodes(), -1);
+  const auto& params = g.params();
+  for (int id : g.canonicalOrder()) {
+    Node n = g.node(id);
+    n.shape = subst(n.shape);
+    for (int& in : n.inputs) in = remap[in];
+    remap[id] = out.addNode(std::move(n));
+    if (std::find(params.begin(), params.end(), id) != params.end()) out.data()->params.push_back(remap[id]);
+  }
+  for (const GraphOutput& o : g.outputs()) out.data()->outputs.push_back({o.name, remap[o.node]});
+  return out;
+}
+
 const Node& Tensor::node() const {
   if (!data_) throw Error("kiln: use of an empty Tensor handle (default-constructed, never assigned)");
   return data_->nodes[id_];

@@ -566,6 +566,9 @@ Tensor var(const Tensor& x, const Axes& axes, int64_t correction, bool keepdim, 
 Tensor std(const Tensor& x, const Axes& axes, int64_t correction, bool keepdim, Loc loc) {
   return reduce(Op::Std, x, axes, keepdim, correction, loc);
 }
+Tensor stddev(const Tensor& x, const Axes& axes, int64_t correction, bool keepdim, Loc loc) {
+  return reduce(Op::Std, x, axes, keepdim, correction, loc);
+}
 
 // ---------------------------------------------------------------- matmul
 

@@ -181,4 +181,8 @@ class Tensor {
   int id_ = -1;
 };
 
+// A copy of `g` with the named dynamic dims replaced by static sizes (the
+// others stay dynamic): what `kiln compile --dim N=4096` specializes.
+Graph bindDims(const Graph& g, const std::vector<std::pair<std::string, int64_t>>& values);
+
 }  // namespace kiln

@@ -136,8 +136,12 @@ Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false, KILN_LOC);
 Tensor argmin(const Tensor& x, int64_t axis, bool keepdim = false, KILN_LOC);
 Tensor var(const Tensor& x, const Axes& axes = {}, int64_t correction = 1,
            bool keepdim = false, KILN_LOC);
+// Standard deviation. Call it kiln::std (qualified: with `using namespace
+// kiln` a bare std(...) is ambiguous with namespace std) or stddev.
 Tensor std(const Tensor& x, const Axes& axes = {}, int64_t correction = 1,
            bool keepdim = false, KILN_LOC);
+Tensor stddev(const Tensor& x, const Axes& axes = {}, int64_t correction = 1,
+              bool keepdim = false, KILN_LOC);
 Tensor reduce(Op op, const Tensor& x, const Axes& axes, bool keepdim,
               int64_t correction = 1, KILN_LOC);
 

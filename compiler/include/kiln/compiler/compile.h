@@ -1,0 +1,90 @@
+// Graph → kernels: the fusion planner splits a graph into kernel groups, a
+// schedule (pointwise; reductions and matmul later) picks a config for each
+// with its heuristic, emits MLIR, and the backend makes PTX and a cubin.
+// What comes out describes each kernel completely for a launcher: its ABI
+// (see docs/architecture.md, "Kernel ABI"), launch geometry, variants and
+// the resource report. No MLIR type appears here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/compiler/api.h"
+#include "kiln/compiler/backend.h"
+#include "kiln/dsl/graph.h"
+
+namespace kiln::compiler {
+
+// One tensor argument of a kernel. Tensors are passed as raw pointers to
+// contiguous row-major data, inputs first (graph parameter order), then
+// outputs (graph output order).
+struct KernelTensor {
+  std::string name;     // the graph's parameter or output name
+  DType dtype = DType::F32;
+  Shape shape;          // with the graph's dynamic dims
+  bool output = false;
+  int alignment = 0;    // bytes the vectorized variant needs (0: none)
+};
+
+struct KernelScalar {
+  std::string name;
+  DType dtype = DType::F32;
+};
+
+// A compiled entry point of the kernel. The vectorized entry needs every
+// tensor pointer aligned to its KernelTensor::alignment; the scalar entry
+// takes any pointer.
+struct KernelEntry {
+  std::string name;
+  bool vectorized = false;
+};
+
+// How to size the grid at launch: total = product of iterShape (dynamic dims
+// bound at launch), blocks = ceil(total / elementsPerBlock), capped at
+// maxBlocks when that is > 0 (the kernel loops over the rest).
+struct LaunchGeometry {
+  int threadsPerBlock = 256;
+  int64_t elementsPerBlock = 256;
+  Shape iterShape;
+  int64_t maxBlocks = 0;
+  int sharedBytes = 0;
+};
+
+struct CompiledKernel {
+  std::string name;        // base name, also the prefix of the entries
+  std::string schedule;    // "pointwise"
+  std::string config;      // the schedule's config as a JSON object
+  std::string why;         // one line: why this kernel exists / its group
+  std::vector<KernelTensor> tensors;
+  std::vector<std::string> dims;  // i64 parameters after the pointers
+  std::vector<KernelScalar> scalars;
+  std::vector<KernelEntry> entries;  // vectorized first
+  LaunchGeometry launch;
+  // Artifacts.
+  std::string mlir;
+  std::string ptx;
+  std::vector<char> cubin;
+  std::vector<ResourceReport> resources;  // per entry
+  StageTimes stages;       // emit, mlir-*, llvm-*, ptxas...
+  double compileMs = 0;    // graph → cubin for this kernel
+};
+
+struct CompileOptions {
+  std::string chip = "sm_90";    // the GPU's SM (the facade fills it in)
+  int smCount = 132;             // for grid heuristics
+  CubinRoute route = CubinRoute::Default;
+  bool keepText = true;          // keep MLIR and PTX in the result
+  std::string cudaHome;          // empty: defaultCudaHome()
+};
+
+struct CompiledGraph {
+  std::string graphText;  // canonical text of the compiled graph
+  std::vector<CompiledKernel> kernels;  // in launch order
+  std::string explain;    // the plan, kernel by kernel, with reasons
+};
+
+// Compiles every kernel of the graph. kiln::Error names what cannot be
+// compiled and why.
+KILN_COMPILER_API CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options = {});
+
+}  // namespace kiln::compiler

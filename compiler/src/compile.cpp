@@ -1,0 +1,119 @@
+// The compile pipeline, one short list of stages per kernel:
+//   plan (fusion groups) → heuristic config → emit MLIR text → parse →
+//   lower to PTX (MLIR NVVM target, libdevice) → cubin (ptxas child process)
+// KILN_DUMP=graph,mlir,ptx[,all] prints those stages of every kernel compiled
+// by a running program to stderr.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "kiln/compiler/compile.h"
+#include "kiln/dsl/text.h"
+#include "pointwise.h"
+
+namespace kiln::compiler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+bool dumpEnabled(const std::string& stage) {
+  const char* env = std::getenv("KILN_DUMP");
+  if (!env || !*env) return false;
+  std::string s = std::string(",") + env + ",";
+  return s.find("," + stage + ",") != std::string::npos || s.find(",all,") != std::string::npos;
+}
+
+void dump(const std::string& stage, const std::string& kernel, const std::string& text) {
+  if (!dumpEnabled(stage)) return;
+  std::fprintf(stderr, "// ----- KILN_DUMP %s: %s -----\n%s\n", stage.c_str(), kernel.c_str(), text.c_str());
+}
+
+// The fusion plan. Today every live node must be pointwise; outputs of one
+// shape share a kernel.
+std::vector<PointwiseGroup> plan(const Graph& g, std::string& explain) {
+  for (int id : g.canonicalOrder()) {
+    const Node& n = g.node(id);
+    if (!isPointwiseOp(n.op))
+      throw Error("kiln: compile: the graph uses '" + std::string(opName(n.op)) + "' (" +
+                  typeToString(n.dtype, n.shape) +
+                  "), which no schedule compiles yet: kiln compiles elementwise, broadcast, cast and view ops "
+                  "today; reductions and matmul come with their schedules");
+  }
+  if (g.outputs().empty()) throw Error("kiln: compile: the graph has no outputs; mark results with Graph::output");
+  std::vector<PointwiseGroup> groups;
+  for (size_t o = 0; o < g.outputs().size(); ++o) {
+    const Shape& s = g.node(g.outputs()[o].node).shape;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const PointwiseGroup& gr) { return gr.shape == s; });
+    if (it == groups.end()) groups.push_back({{static_cast<int>(o)}, s});
+    else it->outputs.push_back(static_cast<int>(o));
+  }
+  std::ostringstream why;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    why << "kernel " << i << ": pointwise over " << shapeToString(groups[i].shape) << ", outputs";
+    for (int o : groups[i].outputs) why << " " << g.outputs()[o].name;
+    if (groups.size() > 1)
+      why << (i == 0 ? " (outputs of different shapes need different iteration spaces: one kernel per shape)"
+                     : "");
+    why << "\n";
+  }
+  explain = why.str();
+  return groups;
+}
+
+}  // namespace
+
+CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
+  CompiledGraph out;
+  auto t0 = Clock::now();
+  out.graphText = printGraph(graph);
+  double printMs = msSince(t0);
+  dump("graph", "graph", out.graphText);
+  auto tPlan = Clock::now();
+  std::vector<PointwiseGroup> groups = plan(graph, out.explain);
+  double planMs = msSince(tPlan) + printMs;
+
+  for (size_t i = 0; i < groups.size(); ++i) {
+    auto tk = Clock::now();
+    std::string name = "kiln_pointwise" + std::to_string(i);
+    PointwiseConfig cfg = pointwiseHeuristic(graph, groups[i], options);
+    PointwiseKernel pk = emitPointwise(graph, groups[i], cfg, name);
+    CompiledKernel k = std::move(pk.kernel);
+    k.why = "pointwise group " + std::to_string(i) + " of " + std::to_string(groups.size());
+    k.stages.push_back({"plan", planMs / groups.size()});
+    k.stages.push_back({"emit", msSince(tk)});
+    dump("mlir", name, pk.mlir);
+
+    auto tp = Clock::now();
+    GpuModule module = GpuModule::parse(pk.mlir);
+    k.stages.push_back({"mlir-parse", msSince(tp)});
+    PtxOptions po;
+    po.chip = options.chip;
+    po.cudaHome = options.cudaHome;
+    PtxResult ptx = lowerToPtx(module, po);
+    for (const StageTime& s : ptx.stages) k.stages.push_back(s);
+    dump("ptx", name, ptx.ptx);
+
+    CubinOptions co;
+    co.route = options.route;
+    co.cudaHome = options.cudaHome;
+    CubinResult cubin = ptxToCubin(ptx.ptx, options.chip, co);
+    for (const StageTime& s : cubin.stages) k.stages.push_back(s);
+    k.cubin = std::move(cubin.cubin);
+    for (const KernelEntry& e : k.entries)
+      if (const ResourceReport* r = cubin.kernel(e.name)) k.resources.push_back(*r);
+    if (options.keepText) {
+      k.mlir = std::move(pk.mlir);
+      k.ptx = std::move(ptx.ptx);
+    }
+    k.compileMs = msSince(tk) + planMs / groups.size();
+    out.kernels.push_back(std::move(k));
+  }
+  return out;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,44 @@
+// Internal: the element-expression emitter shared by every schedule. Given
+// the values of a node's operands (scalars in their compute types, see
+// computeType), it writes the MLIR arith/math ops computing the node's value
+// for one element. Schedules decide where values come from (loads, shuffles,
+// accumulators); this unit alone knows what each op means, so an op is
+// taught to codegen once.
+//
+// Semantics match the reference evaluator: half types compute in f32 and
+// are rounded only by an explicit cast; integers are exact in their width;
+// NaN and infinities behave like PyTorch's (maximum/minimum propagate NaN,
+// comparisons with NaN are false except ne, remainder takes the divisor's
+// sign, round is half-to-even).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/dsl/graph.h"
+#include "mlir_writer.h"
+
+namespace kiln::compiler {
+
+// Converts a value between compute types as a cast would (no rounding to
+// narrow floats: see roundTo).
+std::string convertValue(MlirWriter& w, const std::string& v, DType from, DType to);
+
+// Rounds an f32 compute value to a narrower float dtype and back (a cast to
+// bf16/f16 in the middle of an expression). Identity for f32 and non-floats.
+std::string roundTo(MlirWriter& w, const std::string& v, DType t);
+
+// Storage element → compute value, and back.
+std::string loadConvert(MlirWriter& w, const std::string& stored, DType t);
+std::string storeConvert(MlirWriter& w, const std::string& value, DType t);
+
+// The value of a Constant node, in its compute type.
+std::string emitConstant(MlirWriter& w, const Node& n);
+
+// The value of an elementwise node (unary, binary, ternary, cast) from its
+// operand values; `g` gives the operand nodes (for their dtypes). Returns a
+// value of computeType(n.dtype).
+std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
+                            const std::vector<std::string>& operands);
+
+}  // namespace kiln::compiler

@@ -1,0 +1,713 @@
+#include "pointwise.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "element_emitter.h"
+#include "poly.h"
+
+namespace kiln::compiler {
+
+bool isPointwiseOp(Op op) {
+  OpClass c = opClass(op);
+  return c == OpClass::Leaf || c == OpClass::View || isElementwise(op);
+}
+
+std::string PointwiseConfig::json() const {
+  return "{\"threads\": " + std::to_string(threads) + ", \"vector\": " + std::to_string(vector) +
+         ", \"unroll\": " + std::to_string(unroll) + ", \"max_blocks\": " + std::to_string(maxBlocks) +
+         ", \"index_bits\": " + (index32 ? "32" : "64") + "}";
+}
+
+namespace {
+
+// How one dim of a node's index follows the kernel's output index:
+// idx = off + coeff * out[src], or the constant off when src < 0.
+struct Axis {
+  int src = -1;
+  int64_t coeff = 0;
+  int64_t off = 0;
+  bool operator==(const Axis&) const = default;
+};
+using Frame = std::vector<Axis>;
+
+std::string frameKey(const Frame& f) {
+  std::string k;
+  for (const Axis& a : f) k += std::to_string(a.src) + "," + std::to_string(a.coeff) + "," + std::to_string(a.off) + ";";
+  return k;
+}
+
+bool isUnit(const Dim& d) { return d.isStatic() && d.size == 1; }
+
+// The frame of an operand broadcast into a consumer of shape `consumer`.
+Frame broadcastFrame(const Frame& consumerFrame, const Shape& consumer, const Shape& operand) {
+  Frame f(operand.size());
+  size_t off = consumer.size() - operand.size();
+  for (size_t j = 0; j < operand.size(); ++j)
+    f[j] = (isUnit(operand[j]) && !isUnit(consumer[j + off])) ? Axis{} : consumerFrame[j + off];
+  return f;
+}
+
+// An input read through a frame: offset = base + sum_k strides[k] * out[k].
+struct Access {
+  int node = -1;  // the Input node
+  std::vector<Poly> strides;  // per output dim
+  Poly base;
+  std::string key() const {
+    std::string k = std::to_string(node) + ":" + base.str();
+    for (const Poly& p : strides) k += "|" + p.str();
+    return k;
+  }
+};
+
+class PointwiseEmitter {
+ public:
+  PointwiseEmitter(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& cfg)
+      : g_(g), group_(group), cfg_(cfg), out_(group.shape), rank_(static_cast<int>(group.shape.size())) {}
+
+  PointwiseKernel run(const std::string& name);
+
+ private:
+  // ---- analysis
+  void collect(int node, const Frame& frame);
+  Access accessOf(int inputNode, const Shape& viewShape, const Frame& frame) const;
+  uint64_t maskOf(int node, const Frame& frame);
+  Frame operandFrame(const Node& n, size_t operand, const Frame& frame) const;
+  bool isFlat(const Access& a) const;
+  bool isInvariant(const Access& a) const { return std::all_of(a.strides.begin(), a.strides.end(), [](const Poly& p) { return p.isZero(); }); }
+
+  // ---- emission
+  struct Region {
+    MlirWriter* w = nullptr;
+    std::map<std::string, std::string> memo;
+    // index state per u: the flat index and its lazily computed multi-index
+    std::vector<std::string> flat;
+    std::vector<std::map<int, std::string>> idx, quot;
+    bool fast = false;  // vector path (lanes meaningful)
+  };
+  std::string emitKernel(const std::string& entry, int vector);
+  std::string value(Region& r, int node, const Frame& frame, int u, int lane);
+  std::string loadAccess(Region& r, const Access& a, DType dtype, int u, int lane);
+  std::string outIndex(Region& r, int u, int k);
+  std::string offsetOf(Region& r, const Access& a, int u);
+  std::string poly(const Poly& p);
+  std::string it() const { return index32_ ? "i32" : "i64"; }
+  std::string cst(int64_t v) { return pre_->integer(v, it()); }
+
+  const Graph& g_;
+  const PointwiseGroup& group_;
+  PointwiseConfig cfg_;
+  Shape out_;
+  int rank_;
+  bool index32_ = true;
+  int vector_ = 1;
+  bool rowLanes_ = true;
+
+  std::vector<int> inputs_;   // Input nodes read, in parameter order
+  std::vector<int> scalars_;  // Scalar nodes read, in parameter order
+  std::vector<std::string> dims_;
+  std::map<std::string, Access> accesses_;
+  std::map<std::string, uint64_t> masks_;
+  bool hasVaryingIota_ = false;
+
+  // per entry
+  MlirWriter* pre_ = nullptr;
+  std::map<std::string, std::string> preMemo_;
+  std::map<int, std::string> argOf_;  // node id -> SSA argument
+  std::map<std::string, std::string> dimArg_;
+  std::map<std::string, int> accessClass_;  // 0 gather, 1 vector, 2 splat
+};
+
+Frame PointwiseEmitter::operandFrame(const Node& n, size_t operand, const Frame& frame) const {
+  const Node& x = g_.node(n.inputs[operand]);
+  switch (n.op) {
+    case Op::Permute: {
+      Frame f(x.shape.size());
+      for (size_t k = 0; k < n.axes.size(); ++k) f[n.axes[k]] = frame[k];
+      return f;
+    }
+    case Op::Slice: {
+      Frame f = frame;
+      Axis& a = f[n.axis];
+      a.coeff *= n.step;
+      a.off = a.off * n.step + n.start;
+      return f;
+    }
+    case Op::Reshape: {
+      // Only reshapes that add or drop unit dims map dim to dim; the
+      // planner sends the others through accessOf (a reshaped input).
+      Frame f(x.shape.size());
+      size_t j = 0;
+      for (size_t k = 0; k < n.shape.size(); ++k) {
+        if (isUnit(n.shape[k])) continue;
+        while (j < x.shape.size() && isUnit(x.shape[j])) ++j;
+        f[j++] = frame[k];
+      }
+      return f;
+    }
+    default:  // elementwise operands and expand broadcast
+      return broadcastFrame(frame, n.shape, x.shape);
+  }
+}
+
+bool unitReshape(const Node& n, const Node& x) {
+  Shape a, b;
+  for (const Dim& d : n.shape)
+    if (!isUnit(d)) a.push_back(d);
+  for (const Dim& d : x.shape)
+    if (!isUnit(d)) b.push_back(d);
+  return a == b;
+}
+
+Access PointwiseEmitter::accessOf(int inputNode, const Shape& viewShape, const Frame& frame) const {
+  Access a;
+  a.node = inputNode;
+  a.strides.assign(rank_, Poly());
+  std::vector<Poly> rm = rowMajorStrides(viewShape);
+  for (size_t j = 0; j < viewShape.size(); ++j) {
+    const Axis& ax = frame[j];
+    a.base = a.base + rm[j] * ax.off;
+    if (ax.src >= 0) a.strides[ax.src] = a.strides[ax.src] + rm[j] * ax.coeff;
+  }
+  return a;
+}
+
+bool PointwiseEmitter::isFlat(const Access& a) const {
+  std::vector<Poly> rm = rowMajorStrides(out_);
+  for (int k = 0; k < rank_; ++k)
+    if (!(a.strides[k] == rm[k]) && !(isUnit(out_[k]))) return false;
+  return true;
+}
+
+uint64_t PointwiseEmitter::maskOf(int id, const Frame& frame) {
+  std::string key = std::to_string(id) + "@" + frameKey(frame);
+  if (auto found = masks_.find(key); found != masks_.end()) return found->second;
+  const Node& n = g_.node(id);
+  uint64_t m = 0;
+  auto accessMask = [&](const Access& a) {
+    uint64_t r = 0;
+    for (int k = 0; k < rank_; ++k)
+      if (!a.strides[k].isZero()) r |= uint64_t{1} << k;
+    return r;
+  };
+  if (n.op == Op::Input) {
+    m = accessMask(accessOf(id, n.shape, frame));
+  } else if (n.op == Op::Reshape && g_.node(n.inputs[0]).op == Op::Input && !unitReshape(n, g_.node(n.inputs[0]))) {
+    m = accessMask(accessOf(n.inputs[0], n.shape, frame));
+  } else if (n.op == Op::Iota) {
+    const Axis& a = frame[n.axis];
+    if (a.src >= 0 && a.coeff != 0) m = uint64_t{1} << a.src;
+  } else {
+    for (size_t i = 0; i < n.inputs.size(); ++i) m |= maskOf(n.inputs[i], operandFrame(n, i, frame));
+  }
+  masks_[key] = m;
+  return m;
+}
+
+// Walks the expression DAG once per frame: records inputs, scalars, accesses,
+// and rejects what a pointwise kernel cannot hold.
+void PointwiseEmitter::collect(int id, const Frame& frame) {
+  std::string key = std::to_string(id) + "@" + frameKey(frame);
+  if (masks_.count("seen:" + key)) return;
+  masks_["seen:" + key] = 0;
+  const Node& n = g_.node(id);
+  if (!isPointwiseOp(n.op))
+    throw Error("kiln: internal: pointwise kernel reached op '" + std::string(opName(n.op)) + "'");
+  auto noteInput = [&](int inputNode, const Shape& viewShape) {
+    if (std::find(inputs_.begin(), inputs_.end(), inputNode) == inputs_.end()) inputs_.push_back(inputNode);
+    Access a = accessOf(inputNode, viewShape, frame);
+    accesses_[a.key()] = a;
+  };
+  switch (n.op) {
+    case Op::Input:
+      noteInput(id, n.shape);
+      return;
+    case Op::Scalar:
+      if (std::find(scalars_.begin(), scalars_.end(), id) == scalars_.end()) scalars_.push_back(id);
+      return;
+    case Op::Constant:
+      return;
+    case Op::Iota: {
+      const Axis& a = frame[n.axis];
+      if (a.src >= 0 && a.coeff != 0) hasVaryingIota_ = true;
+      return;
+    }
+    case Op::Reshape: {
+      const Node& x = g_.node(n.inputs[0]);
+      if (unitReshape(n, x)) break;
+      if (x.op == Op::Input) {
+        noteInput(n.inputs[0], n.shape);
+        return;
+      }
+      throw Error("kiln: compile: reshape " + typeToString(x.dtype, x.shape) + " -> " + shapeToString(n.shape) +
+                  " of a computed value cannot be fused into a pointwise kernel yet; reshape the graph's inputs "
+                  "or outputs instead");
+    }
+    default:
+      break;
+  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) collect(n.inputs[i], operandFrame(n, i, frame));
+}
+
+std::string PointwiseEmitter::poly(const Poly& p) {
+  std::string key = "poly:" + p.str();
+  if (auto found = preMemo_.find(key); found != preMemo_.end()) return found->second;
+  std::string acc;
+  for (const Monomial& m : p.terms()) {
+    std::string term = pre_->integer(m.coeff, it());
+    for (const std::string& d : m.dims) term = pre_->assign("arith.muli " + term + ", " + dimArg_.at(d) + " : " + it());
+    acc = acc.empty() ? term : pre_->assign("arith.addi " + acc + ", " + term + " : " + it());
+  }
+  if (acc.empty()) acc = pre_->integer(0, it());
+  preMemo_[key] = acc;
+  return acc;
+}
+
+// idx_k of the flat index of (u): computed lazily, outermost without a mod.
+std::string PointwiseEmitter::outIndex(Region& r, int u, int k) {
+  auto& idx = r.idx[u];
+  if (auto found = idx.find(k); found != idx.end()) return found->second;
+  auto& quot = r.quot[u];
+  // quot[j] = flat / prod(D[j+1..]) ; idx[j] = quot[j] % D[j] (j > 0)
+  std::function<std::string(int)> quotient = [&](int j) -> std::string {
+    if (j == rank_ - 1) return r.flat[u];
+    if (auto found = quot.find(j); found != quot.end()) return found->second;
+    std::string q = r.w->assign("arith.divui " + quotient(j + 1) + ", " + poly(Poly::of(out_[j + 1])) + " : " + it());
+    quot[j] = q;
+    return q;
+  };
+  std::string v = quotient(k);
+  if (k > 0) v = r.w->assign("arith.remui " + v + ", " + poly(Poly::of(out_[k])) + " : " + it());
+  idx[k] = v;
+  return v;
+}
+
+std::string PointwiseEmitter::offsetOf(Region& r, const Access& a, int u) {
+  std::string key = "off:" + a.key() + ":" + std::to_string(u);
+  if (auto found = r.memo.find(key); found != r.memo.end()) return found->second;
+  std::string off;
+  if (isFlat(a)) {
+    off = r.flat[u];
+  } else {
+    for (int k = 0; k < rank_; ++k) {
+      if (a.strides[k].isZero() || isUnit(out_[k])) continue;
+      std::string term = r.w->assign("arith.muli " + outIndex(r, u, k) + ", " + poly(a.strides[k]) + " : " + it());
+      off = off.empty() ? term : r.w->assign("arith.addi " + off + ", " + term + " : " + it());
+    }
+  }
+  if (!a.base.isZero()) {
+    std::string b = poly(a.base);
+    off = off.empty() ? b : r.w->assign("arith.addi " + off + ", " + b + " : " + it());
+  }
+  if (off.empty()) off = poly(Poly());
+  r.memo[key] = off;
+  return off;
+}
+
+std::string PointwiseEmitter::loadAccess(Region& r, const Access& a, DType dtype, int u, int lane) {
+  const std::string st = storageType(dtype);
+  const std::string ptr = argOf_.at(a.node);
+  const int cls = r.fast ? accessClass_.at(a.key()) : 0;
+  auto scalarLoadAt = [&](const std::string& off) {
+    std::string p = r.w->assign("llvm.getelementptr inbounds " + ptr + "[" + off + "] : (!llvm.ptr<1>, " + it() +
+                                ") -> !llvm.ptr<1>, " + st);
+    std::string raw = r.w->assign("llvm.load " + p + " {alignment = " + std::to_string(dtypeSize(dtype)) +
+                                  " : i64, invariant} : !llvm.ptr<1> -> " + st);
+    return loadConvert(*r.w, raw, dtype);
+  };
+  if (cls == 1) {  // one vector load per u, then a lane
+    std::string vkey = "vload:" + a.key() + ":" + std::to_string(u);
+    std::string vec;
+    if (auto found = r.memo.find(vkey); found != r.memo.end()) {
+      vec = found->second;
+    } else {
+      std::string off = offsetOf(r, a, u);
+      std::string p = r.w->assign("llvm.getelementptr inbounds " + ptr + "[" + off + "] : (!llvm.ptr<1>, " + it() +
+                                  ") -> !llvm.ptr<1>, " + st);
+      int align = std::min(16, vector_ * dtypeSize(dtype));
+      vec = r.w->assign("llvm.load " + p + " {alignment = " + std::to_string(align) + " : i64, invariant} : !llvm.ptr<1> -> vector<" +
+                        std::to_string(vector_) + "x" + st + ">");
+      r.memo[vkey] = vec;
+    }
+    std::string pos = r.w->integer(lane, "i32");
+    std::string e = r.w->assign("llvm.extractelement " + vec + "[" + pos + " : i32] : vector<" + std::to_string(vector_) +
+                                "x" + st + ">");
+    return loadConvert(*r.w, e, dtype);
+  }
+  if (cls == 2 || lane == 0) return scalarLoadAt(offsetOf(r, a, u));
+  // gather: lane offset along the row
+  std::string off = offsetOf(r, a, u);
+  std::string step = r.w->assign("arith.muli " + poly(a.strides[rank_ - 1]) + ", " + r.w->integer(lane, it()) + " : " + it());
+  return scalarLoadAt(r.w->assign("arith.addi " + off + ", " + step + " : " + it()));
+}
+
+std::string PointwiseEmitter::value(Region& r, int id, const Frame& frame, int u, int lane) {
+  const Node& n = g_.node(id);
+  uint64_t mask = maskOf(id, frame);
+  bool global = mask == 0;
+  bool laneFree = !(mask >> (rank_ - 1) & 1) || !r.fast;
+  std::string key = std::to_string(id) + "@" + frameKey(frame) + "#" + (global ? "g" : std::to_string(u)) + "." +
+                    std::to_string(laneFree ? -1 : lane);
+  auto& memo = global ? preMemo_ : r.memo;
+  if (auto found = memo.find(key); found != memo.end()) return found->second;
+
+  MlirWriter* saved = r.w;
+  if (global) r.w = pre_;
+  std::string v;
+  switch (n.op) {
+    case Op::Input:
+      v = loadAccess(r, accessOf(id, n.shape, frame), n.dtype, u, laneFree ? 0 : lane);
+      break;
+    case Op::Scalar:
+      v = argOf_.at(id);
+      break;
+    case Op::Constant:
+      v = emitConstant(*r.w, n);
+      break;
+    case Op::Iota: {
+      const Axis& a = frame[n.axis];
+      std::string idx;
+      if (a.src < 0 || a.coeff == 0) {
+        idx = r.w->integer(a.off, it());
+      } else {
+        std::string base = outIndex(r, u, a.src);
+        if (r.fast && a.src == rank_ - 1 && lane > 0)
+          base = r.w->assign("arith.addi " + base + ", " + r.w->integer(lane, it()) + " : " + it());
+        idx = r.w->assign("arith.muli " + base + ", " + r.w->integer(a.coeff, it()) + " : " + it());
+        if (a.off) idx = r.w->assign("arith.addi " + idx + ", " + r.w->integer(a.off, it()) + " : " + it());
+      }
+      v = convertValue(*r.w, idx, index32_ ? DType::I32 : DType::I64, n.dtype);
+      break;
+    }
+    case Op::Reshape:
+    case Op::Expand:
+    case Op::Permute:
+    case Op::Slice: {
+      const Node& x = g_.node(n.inputs[0]);
+      if (n.op == Op::Reshape && x.op == Op::Input && !unitReshape(n, x))
+        v = loadAccess(r, accessOf(n.inputs[0], n.shape, frame), x.dtype, u, laneFree ? 0 : lane);
+      else
+        v = value(r, n.inputs[0], operandFrame(n, 0, frame), u, lane);
+      break;
+    }
+    default: {
+      std::vector<std::string> ops;
+      for (size_t i = 0; i < n.inputs.size(); ++i) ops.push_back(value(r, n.inputs[i], operandFrame(n, i, frame), u, lane));
+      v = emitElementwise(*r.w, g_, n, ops);
+      break;
+    }
+  }
+  r.w = saved;
+  memo[key] = v;
+  return v;
+}
+
+std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
+  vector_ = vector;
+  preMemo_.clear();
+  argOf_.clear();
+  dimArg_.clear();
+  accessClass_.clear();
+
+  // Classify accesses for the vector path.
+  for (const auto& [key, a] : accesses_) {
+    int cls = 0;
+    if (vector_ > 1) {
+      int esize = dtypeSize(g_.node(a.node).dtype);
+      (void)esize;
+      if (isInvariant(a) || (rowLanes_ && a.strides[rank_ - 1].isZero())) {
+        cls = 2;
+      } else if (isFlat(a) && a.base.divisibleBy(vector_)) {
+        cls = 1;
+      } else if (rowLanes_ && a.strides[rank_ - 1] == Poly::constant(1) && a.base.divisibleBy(vector_)) {
+        bool aligned = true;
+        for (int k = 0; k + 1 < rank_; ++k) aligned = aligned && a.strides[k].divisibleBy(vector_);
+        cls = aligned ? 1 : 0;
+      }
+    }
+    accessClass_[key] = cls;
+  }
+
+  MlirWriter head;
+  MlirWriter pre = head.sibling();
+  MlirWriter body = head.sibling();
+  pre_ = &pre;
+  pre.setIndent(2);
+  body.setIndent(2);
+
+  // Signature (the kernel ABI): input pointers, output pointers, dims, scalars.
+  std::string sig;
+  int argNo = 0;
+  auto addArg = [&](const std::string& type, const std::string& attrs) {
+    std::string name = "%arg" + std::to_string(argNo++);
+    if (!sig.empty()) sig += ", ";
+    sig += name + ": " + type + (attrs.empty() ? "" : " " + attrs);
+    return name;
+  };
+  for (int id : inputs_) argOf_[id] = addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.readonly}");
+  std::vector<std::string> outPtrs;
+  for (int o : group_.outputs) {
+    (void)o;
+    outPtrs.push_back(addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.writeonly}"));
+  }
+  for (const std::string& d : dims_) dimArg_[d] = addArg("i64", "");
+  for (int id : scalars_) argOf_[id] = addArg(computeType(g_.node(id).dtype), "");
+
+  const int64_t chunk = static_cast<int64_t>(cfg_.threads) * cfg_.unroll * vector_;
+  // Block / thread ids and the chunk loop.
+  auto idxCast = [&](const std::string& v) { return pre.assign("arith.index_cast " + v + " : index to " + it()); };
+  std::string bid = idxCast(pre.assign("gpu.block_id x"));
+  std::string tid = idxCast(pre.assign("gpu.thread_id x"));
+  std::string gdim = idxCast(pre.assign("gpu.grid_dim x"));
+  std::string numel = poly(elementCount(out_));
+  std::string chunkC = cst(chunk);
+  std::string nChunks = pre.assign("arith.divui " +
+                                   pre.assign("arith.addi " + numel + ", " + cst(chunk - 1) + " : " + it()) + ", " +
+                                   chunkC + " : " + it());
+  std::string tidV = pre.assign("arith.muli " + tid + ", " + cst(vector_) + " : " + it());
+
+  std::string c = body.fresh();
+  body.line("scf.for " + c + " = " + bid + " to " + nChunks + " step " + gdim + " : " + it() + " {");
+  body.indent();
+  std::string cbase = body.assign("arith.muli " + c + ", " + chunkC + " : " + it());
+  std::string cend = body.assign("arith.addi " + cbase + ", " + chunkC + " : " + it());
+  std::string full = body.assign("arith.cmpi ule, " + cend + ", " + numel + " : " + it());
+  body.line("scf.if " + full + " {");
+  body.indent();
+  {
+    // Fast path: every vector of the chunk is in range.
+    Region r;
+    r.w = &body;
+    r.fast = vector_ > 1;
+    r.idx.resize(cfg_.unroll);
+    r.quot.resize(cfg_.unroll);
+    for (int u = 0; u < cfg_.unroll; ++u) {
+      std::string ub = body.assign("arith.addi " + cbase + ", " +
+                                   body.integer(static_cast<int64_t>(u) * cfg_.threads * vector_, it()) + " : " + it());
+      r.flat.push_back(body.assign("arith.addi " + ub + ", " + tidV + " : " + it()));
+    }
+    Frame root(rank_);
+    for (int k = 0; k < rank_; ++k) root[k] = Axis{k, 1, 0};
+    // Loads first (all of them, for every u), then compute, then stores.
+    for (int u = 0; u < cfg_.unroll; ++u)
+      for (const auto& [key, a] : accesses_)
+        if (accessClass_[key] == 1) (void)loadAccess(r, a, g_.node(a.node).dtype, u, 0);
+    for (int u = 0; u < cfg_.unroll; ++u) {
+      for (size_t o = 0; o < group_.outputs.size(); ++o) {
+        const GraphOutput& go = g_.outputs()[group_.outputs[o]];
+        DType dt = g_.node(go.node).dtype;
+        std::string st = storageType(dt);
+        std::vector<std::string> lanes;
+        for (int l = 0; l < vector_; ++l) lanes.push_back(storeConvert(body, value(r, go.node, root, u, l), dt));
+        std::string p = body.assign("llvm.getelementptr inbounds " + outPtrs[o] + "[" + r.flat[u] +
+                                    "] : (!llvm.ptr<1>, " + it() + ") -> !llvm.ptr<1>, " + st);
+        if (vector_ == 1) {
+          body.line("llvm.store " + lanes[0] + ", " + p + " {alignment = " + std::to_string(dtypeSize(dt)) +
+                    " : i64} : " + st + ", !llvm.ptr<1>");
+          continue;
+        }
+        std::string vt = "vector<" + std::to_string(vector_) + "x" + st + ">";
+        std::string vec = body.assign("llvm.mlir.poison : " + vt);
+        for (int l = 0; l < vector_; ++l)
+          vec = body.assign("llvm.insertelement " + lanes[l] + ", " + vec + "[" + body.integer(l, "i32") + " : i32] : " + vt);
+        int align = std::min(16, vector_ * dtypeSize(dt));
+        body.line("llvm.store " + vec + ", " + p + " {alignment = " + std::to_string(align) + " : i64} : " + vt +
+                  ", !llvm.ptr<1>");
+      }
+    }
+  }
+  body.dedent();
+  body.line("} else {");
+  body.indent();
+  {
+    // Tail: element by element, guarded.
+    std::string j = body.fresh();
+    body.line("scf.for " + j + " = " + cst(0) + " to " + cst(static_cast<int64_t>(cfg_.unroll) * vector_) + " step " +
+              cst(1) + " : " + it() + " {");
+    body.indent();
+    std::string uu = body.assign("arith.divui " + j + ", " + body.integer(vector_, it()) + " : " + it());
+    std::string ll = body.assign("arith.remui " + j + ", " + body.integer(vector_, it()) + " : " + it());
+    std::string e = body.assign("arith.muli " + uu + ", " + body.integer(static_cast<int64_t>(cfg_.threads) * vector_, it()) +
+                                " : " + it());
+    e = body.assign("arith.addi " + e + ", " + cbase + " : " + it());
+    e = body.assign("arith.addi " + e + ", " + tidV + " : " + it());
+    e = body.assign("arith.addi " + e + ", " + ll + " : " + it());
+    std::string inRange = body.assign("arith.cmpi ult, " + e + ", " + numel + " : " + it());
+    body.line("scf.if " + inRange + " {");
+    body.indent();
+    Region r;
+    r.w = &body;
+    r.fast = false;
+    r.flat = {e};
+    r.idx.resize(1);
+    r.quot.resize(1);
+    Frame root(rank_);
+    for (int k = 0; k < rank_; ++k) root[k] = Axis{k, 1, 0};
+    for (size_t o = 0; o < group_.outputs.size(); ++o) {
+      const GraphOutput& go = g_.outputs()[group_.outputs[o]];
+      DType dt = g_.node(go.node).dtype;
+      std::string st = storageType(dt);
+      std::string sv = storeConvert(body, value(r, go.node, root, 0, 0), dt);
+      std::string p = body.assign("llvm.getelementptr inbounds " + outPtrs[o] + "[" + e + "] : (!llvm.ptr<1>, " + it() +
+                                  ") -> !llvm.ptr<1>, " + st);
+      body.line("llvm.store " + sv + ", " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64} : " + st +
+                ", !llvm.ptr<1>");
+    }
+    body.dedent();
+    body.line("}");
+    body.dedent();
+    body.line("}");
+  }
+  body.dedent();
+  body.line("}");
+  body.dedent();
+  body.line("}");
+
+  std::string fn = "    gpu.func @" + entry + "(" + sig + ") kernel attributes {known_block_size = array<i32: " +
+                   std::to_string(cfg_.threads) + ", 1, 1>} {\n";
+  std::string text = fn;
+  // Indent the function body by 3 levels in total.
+  auto reindent = [](const std::string& s) {
+    std::string out;
+    size_t start = 0;
+    while (start < s.size()) {
+      size_t end = s.find('\n', start);
+      out += "  " + s.substr(start, end - start + 1);
+      start = end + 1;
+    }
+    return out;
+  };
+  text += reindent(pre.text());
+  text += reindent(body.text());
+  text += "      gpu.return\n    }\n";
+  pre_ = nullptr;
+  return text;
+}
+
+PointwiseKernel PointwiseEmitter::run(const std::string& name) {
+  Frame root(rank_);
+  for (int k = 0; k < rank_; ++k) root[k] = Axis{k, 1, 0};
+  for (int o : group_.outputs) collect(g_.outputs()[o].node, root);
+  std::sort(inputs_.begin(), inputs_.end(), [&](int a, int b) {
+    const auto& p = g_.params();
+    return std::find(p.begin(), p.end(), a) < std::find(p.begin(), p.end(), b);
+  });
+  std::sort(scalars_.begin(), scalars_.end(), [&](int a, int b) {
+    const auto& p = g_.params();
+    return std::find(p.begin(), p.end(), a) < std::find(p.begin(), p.end(), b);
+  });
+  // Dynamic dims used by any tensor of the kernel, in the graph's order.
+  std::set<std::string> used;
+  auto note = [&](const Shape& s) {
+    for (const Dim& d : s)
+      if (d.isDynamic()) used.insert(d.name);
+  };
+  note(out_);
+  for (int id : inputs_) note(g_.node(id).shape);
+  for (const auto& [key, a] : accesses_) {
+    for (const Poly& p : a.strides)
+      for (const Monomial& m : p.terms()) used.insert(m.dims.begin(), m.dims.end());
+    for (const Monomial& m : a.base.terms()) used.insert(m.dims.begin(), m.dims.end());
+  }
+  for (const std::string& d : g_.dynamicDims())
+    if (used.count(d)) dims_.push_back(d);
+
+  // 32-bit index math only when every offset provably fits.
+  index32_ = cfg_.index32 && dims_.empty();
+  if (index32_) {
+    int64_t limit = (int64_t{1} << 31) - 1 - static_cast<int64_t>(cfg_.threads) * cfg_.unroll * 16;
+    if (staticElementCount(out_) > limit) index32_ = false;
+    for (int id : inputs_)
+      if (staticElementCount(g_.node(id).shape) > limit) index32_ = false;
+  }
+  rowLanes_ = rank_ <= 1 || (out_.back().isStatic() && cfg_.vector > 0 && out_.back().size % cfg_.vector == 0);
+  int vector = cfg_.vector;
+  if (vector > 1 && !rowLanes_) {
+    // Vectors cross rows: only flat and invariant accesses can be vectorized.
+    bool ok = !hasVaryingIota_;
+    for (const auto& [key, a] : accesses_) ok = ok && (isFlat(a) || isInvariant(a));
+    if (!ok) vector = 1;
+  }
+  if (rank_ == 0) vector = 1;
+  cfg_.vector = vector;
+  cfg_.index32 = index32_;
+
+  PointwiseKernel out;
+  CompiledKernel& k = out.kernel;
+  k.name = name;
+  k.schedule = "pointwise";
+  k.config = cfg_.json();
+  std::string mlir = "module attributes {gpu.container_module} {\n  gpu.module @kiln_kernels {\n";
+  if (vector > 1) {
+    mlir += emitKernel(name + "_v" + std::to_string(vector), vector);
+    k.entries.push_back({name + "_v" + std::to_string(vector), true});
+  }
+  std::map<std::string, int> vecClass = accessClass_;
+  mlir += emitKernel(name + "_s1", 1);
+  k.entries.push_back({name + "_s1", false});
+  mlir += "  }\n}\n";
+  out.mlir = std::move(mlir);
+
+  for (int id : inputs_) {
+    const Node& n = g_.node(id);
+    int align = 0;
+    if (vector > 1)
+      for (const auto& [key, a] : accesses_)
+        if (a.node == id && vecClass[key] == 1) align = std::min(16, vector * dtypeSize(n.dtype));
+    k.tensors.push_back({n.name, n.dtype, n.shape, false, align});
+  }
+  for (int o : group_.outputs) {
+    const GraphOutput& go = g_.outputs()[o];
+    const Node& n = g_.node(go.node);
+    k.tensors.push_back({go.name, n.dtype, n.shape, true, vector > 1 ? std::min(16, vector * dtypeSize(n.dtype)) : 0});
+  }
+  k.dims = dims_;
+  for (int id : scalars_) k.scalars.push_back({g_.node(id).name, g_.node(id).dtype});
+  k.launch.threadsPerBlock = cfg_.threads;
+  k.launch.elementsPerBlock = static_cast<int64_t>(cfg_.threads) * cfg_.unroll * vector;
+  k.launch.iterShape = out_;
+  k.launch.maxBlocks = cfg_.maxBlocks;
+  return out;
+}
+
+}  // namespace
+
+PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options) {
+  PointwiseConfig c;
+  // 16-byte accesses of the narrowest element type.
+  int minSize = 16;
+  std::set<int> seen;
+  std::function<void(int)> walk = [&](int id) {
+    if (!seen.insert(id).second) return;
+    const Node& n = g.node(id);
+    if (n.op == Op::Input) minSize = std::min(minSize, dtypeSize(n.dtype));
+    for (int i : n.inputs) walk(i);
+  };
+  for (int o : group.outputs) {
+    walk(g.outputs()[o].node);
+    minSize = std::min(minSize, dtypeSize(g.node(g.outputs()[o].node).dtype));
+  }
+  c.vector = std::max(1, 16 / minSize);
+  // Keep the vector inside a row when the row allows; else halve it.
+  if (!group.shape.empty() && group.shape.back().isStatic())
+    while (c.vector > 1 && group.shape.back().size % c.vector != 0) c.vector /= 2;
+  c.threads = 256;
+  c.unroll = 1;
+  // Small tensors: fewer, smaller blocks still fill the GPU better.
+  if (isStaticShape(group.shape)) {
+    int64_t n = staticElementCount(group.shape);
+    while (c.threads > 64 && n / (static_cast<int64_t>(c.threads) * c.vector) < 2 * options.smCount) c.threads /= 2;
+  }
+  c.maxBlocks = 0;
+  return c;
+}
+
+PointwiseKernel emitPointwise(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& config,
+                              const std::string& name) {
+  PointwiseEmitter e(g, group, config);
+  return e.run(name);
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,52 @@
+// Internal: the pointwise schedule. A group of graph outputs of one shape
+// whose producers are all elementwise ops, broadcasts, casts and views over
+// the graph's inputs becomes one kernel: the flattened output is cut into
+// chunks of threads * unroll * vector elements; each thread loads its
+// vectors of every input (16-byte loads where the access is contiguous and
+// aligned, one load and a splat where it is broadcast along the row, a
+// gather otherwise), computes every output with the shared element
+// emitter, and stores 16-byte vectors. A chunk that crosses the end of the
+// tensor takes a guarded element-by-element path.
+//
+// Layout: config struct + heuristic (like nvFuser's pointwise_heuristic.h),
+// then an emitter that obeys the config.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/compiler/compile.h"
+
+namespace kiln::compiler {
+
+struct PointwiseConfig {
+  int threads = 256;      // threads per block
+  int vector = 1;         // elements per vector access (1: scalar code)
+  int unroll = 1;         // vectors per thread per chunk
+  int64_t maxBlocks = 0;  // 0: one block per chunk; else a persistent grid
+  bool index32 = true;    // 32-bit index math (only when every offset fits)
+  std::string json() const;
+};
+
+// What the planner hands the schedule.
+struct PointwiseGroup {
+  std::vector<int> outputs;  // indices into Graph::outputs()
+  Shape shape;               // the common shape of those outputs
+};
+
+// A good config from the shapes, dtypes and device.
+PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options);
+
+// The kernel's MLIR (a vectorized entry "<name>_v<V>" when config.vector > 1,
+// and a scalar entry "<name>_s1") and its description (no artifacts yet).
+struct PointwiseKernel {
+  std::string mlir;
+  CompiledKernel kernel;
+};
+PointwiseKernel emitPointwise(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& config,
+                              const std::string& name);
+
+// Whether `op` can be part of a pointwise kernel.
+bool isPointwiseOp(Op op);
+
+}  // namespace kiln::compiler

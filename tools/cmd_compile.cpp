@@ -1,0 +1,114 @@
+// `kiln compile`: every stage of the pipeline, visible.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "kiln/compiler/compile.h"
+#include "kiln/dsl/text.h"
+
+namespace kiln::cli {
+
+const char* kCompileHelp =
+    "usage: kiln compile FILE [--dim NAME=VALUE]... [--emit=graph|mlir|ptx|cubin] [-o OUT]\n"
+    "       kiln compile FILE [--dim NAME=VALUE]... --json\n"
+    "\n"
+    "Compiles a graph file (.kiln) to GPU kernels and prints one stage:\n"
+    "  --emit=graph   the canonical graph the compiler sees (after --dim)\n"
+    "  --emit=mlir    the MLIR each kernel is emitted as\n"
+    "  --emit=ptx     the PTX (MLIR's NVVM target, libdevice linked)\n"
+    "  --emit=cubin   the cubin (binary: use -o)\n"
+    "  --json         one JSON object {\"kernels\": [...]}: per kernel name,\n"
+    "                 schedule, config, entries, registers, spills (bytes),\n"
+    "                 stack (bytes), compile_ms (graph -> cubin) and stages_ms\n"
+    "\n"
+    "  --dim NAME=VALUE  specialize a dynamic dim to a static size; dims left\n"
+    "                    unbound stay kernel parameters\n"
+    "  --chip sm_XY      target SM (default sm_90)\n"
+    "  -o OUT            write to OUT instead of standard output\n"
+    "\n"
+    "KILN_DUMP=graph,mlir,ptx (or all) prints the same stages from any program\n"
+    "using kiln, to standard error.\n";
+
+int runCompile(int argc, char** argv) {
+  Args a = parseArgs(argc, argv, 1, {"dim", "emit", "chip"});
+  if (a.has("help")) {
+    std::fputs(kCompileHelp, stdout);
+    return 0;
+  }
+  if (a.positional.size() != 1) {
+    std::fputs(kCompileHelp, stderr);
+    return 2;
+  }
+  Graph g = parseGraphFile(a.positional[0]);
+  DimBindings dims = parseDims(a.all("dim"));
+  std::vector<std::pair<std::string, int64_t>> bind(dims.begin(), dims.end());
+  std::vector<std::string> known = g.dynamicDims();
+  for (const auto& [name, v] : bind)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw Error("kiln: --dim " + name + ": the graph has no dynamic dim named " + name);
+  g = bindDims(g, bind);
+
+  std::string emit = a.get("emit").value_or(a.has("json") ? "" : "ptx");
+  if (!emit.empty() && emit != "graph" && emit != "mlir" && emit != "ptx" && emit != "cubin")
+    throw Error("kiln: --emit=" + emit + ": expected graph, mlir, ptx or cubin");
+
+  std::string out;
+  if (emit == "graph") {
+    out = printGraph(g);
+  } else {
+    compiler::CompileOptions opts;
+    if (auto chip = a.get("chip")) opts.chip = *chip;
+    compiler::CompiledGraph cg = compiler::compileGraph(g, opts);
+    if (a.has("json")) {
+      nlohmann::json kernels = nlohmann::json::array();
+      for (const compiler::CompiledKernel& k : cg.kernels) {
+        nlohmann::json j;
+        j["name"] = k.name;
+        j["schedule"] = k.schedule;
+        j["config"] = nlohmann::json::parse(k.config);
+        j["why"] = k.why;
+        nlohmann::json entries = nlohmann::json::array();
+        int regs = 0, spills = 0, stack = 0;
+        for (const compiler::ResourceReport& r : k.resources) {
+          entries.push_back({{"name", r.kernel}, {"registers", r.registers},
+                             {"spills", r.spillStoreBytes + r.spillLoadBytes}, {"stack", r.stackBytes}});
+          regs = std::max(regs, r.registers);
+          spills += r.spillStoreBytes + r.spillLoadBytes;
+          stack = std::max(stack, r.stackBytes);
+        }
+        j["entries"] = entries;
+        j["registers"] = regs;
+        j["spills"] = spills;
+        j["stack"] = stack;
+        j["compile_ms"] = k.compileMs;
+        nlohmann::json stages = nlohmann::json::object();
+        for (const compiler::StageTime& s : k.stages) stages[s.name] = s.ms;
+        j["stages_ms"] = stages;
+        kernels.push_back(j);
+      }
+      out = nlohmann::json{{"kernels", kernels}, {"explain", cg.explain}}.dump(2) + "\n";
+    } else {
+      for (const compiler::CompiledKernel& k : cg.kernels) {
+        if (emit == "mlir") out += k.mlir;
+        else if (emit == "ptx") out += k.ptx;
+        else out.append(k.cubin.begin(), k.cubin.end());
+      }
+      if (emit == "cubin" && cg.kernels.size() > 1)
+        throw Error("kiln: --emit=cubin: the graph compiled to " + std::to_string(cg.kernels.size()) +
+                    " kernels; one cubin per file is not possible yet, use --json to see them");
+    }
+  }
+  if (auto path = a.get("o")) {
+    std::ofstream f(*path, std::ios::binary);
+    if (!f) throw Error("kiln: cannot write " + *path);
+    f << out;
+  } else {
+    if (emit == "cubin") throw Error("kiln: --emit=cubin writes binary data: give -o FILE");
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  return 0;
+}
+
+}  // namespace kiln::cli
