@@ -36,6 +36,8 @@ struct Command {
 int runCheck(int argc, char** argv);
 int runEval(int argc, char** argv);
 int runCompile(int argc, char** argv);
+int runSamples(int argc, char** argv);
+extern const char* kSamplesHelp;
 extern const char* kCompileHelp;
 extern const char* kCheckHelp;
 extern const char* kEvalHelp;

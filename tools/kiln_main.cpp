@@ -14,6 +14,7 @@ const std::vector<Command>& commands() {
       {"check", "parse, validate and print a graph's canonical form", kCheckHelp, runCheck},
       {"eval", "reference-evaluate a graph on random inputs", kEvalHelp, runEval},
       {"compile", "compile a graph to kernels and show any stage", kCompileHelp, runCompile},
+      {"samples", "list or write the sample graphs", kSamplesHelp, runSamples},
   };
   return cmds;
 }

@@ -46,10 +46,6 @@ namespace {
 
 bool isF(DType t) { return isFloat(t); }
 
-std::string zeroOf(MlirWriter& w, DType t) {
-  return isF(t) ? w.f32(0.0) : w.integer(0, computeType(t));
-}
-
 }  // namespace
 
 std::string convertValue(MlirWriter& w, const std::string& v, DType from, DType to) {
@@ -213,7 +209,13 @@ std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
       return f ? unaryFloat(w, "arith.negf", in(0, t))
                : w.assign("arith.subi " + w.integer(0, ty) + ", " + in(0, t) + " : " + ty);
     case Op::Abs:
-      return f ? unaryFloat(w, "math.absf", in(0, t)) : w.assign("math.absi " + in(0, t) + " : " + ty);
+      if (f) return unaryFloat(w, "math.absf", in(0, t));
+      {  // math.absi has no NVVM lowering: select(x < 0, -x, x)
+        std::string x = in(0, t), zero = w.integer(0, ty);
+        std::string negx = w.assign("arith.subi " + zero + ", " + x + " : " + ty);
+        std::string isNeg = w.assign("arith.cmpi slt, " + x + ", " + zero + " : " + ty);
+        return w.assign("arith.select " + isNeg + ", " + negx + ", " + x + " : " + ty);
+      }
     case Op::Exp: return unaryFloat(w, "math.exp", in(0, t));
     case Op::Exp2: return unaryFloat(w, "math.exp2", in(0, t));
     case Op::Log: return unaryFloat(w, "math.log", in(0, t));

@@ -1,6 +1,7 @@
 // Internal: the storage behind a Graph handle.
 #pragma once
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,9 @@
 namespace kiln::detail {
 
 struct GraphData {
-  std::vector<Node> nodes;
+  // A deque: appending never moves existing nodes, so a `const Node&` taken
+  // from a Tensor stays valid while more ops are added.
+  std::deque<Node> nodes;
   std::vector<int> params;            // Input and Scalar ids, declared order
   std::vector<GraphOutput> outputs;
 };

@@ -117,7 +117,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
   if (!isInteger(targets.dtype()))
     fail("cross_entropy", "targets is " + typeToString(targets.dtype(), targets.shape()) +
                               "; expected i32 or i64 class indices", loc);
-  const Shape& ls = logits.shape();
+  const Shape ls = logits.shape();
   if (logits.rank() < 1 || targets.rank() != logits.rank() - 1 ||
       !std::equal(targets.shape().begin(), targets.shape().end(), ls.begin()))
     fail("cross_entropy", "logits is " + typeToString(logits.dtype(), ls) + " and targets is " +

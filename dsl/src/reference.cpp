@@ -730,10 +730,26 @@ void Evaluator::evalCast(int id) {
   }
 }
 
+// Compensated (Neumaier) summation: within about an ulp of the exact sum
+// however long the row, so the oracle's own rounding error never shows in a
+// comparison. With an infinity or NaN in the row the compensation term is
+// meaningless and the plain sum is the answer.
+double accurateSum(const double* p, int64_t n) {
+  double sum = 0.0, comp = 0.0;
+  for (int64_t k = 0; k < n; ++k) {
+    double t = sum + p[k];
+    comp += std::fabs(sum) >= std::fabs(p[k]) ? (sum - t) + p[k] : (p[k] - t) + sum;
+    sum = t;
+  }
+  double r = sum + comp;
+  return std::isfinite(r) ? r : sum;
+}
+
 // Reduces each contiguous row of `len` values of `rows` into out (float input).
 void reduceFloatRows(const Node& n, const std::vector<double>& rows, int64_t len, int64_t numOut,
                      Values& out) {
   const bool argOp = n.op == Op::ArgMax || n.op == Op::ArgMin;
+  std::vector<double> deviations;  // var/std: one row's squared deviations
   if (argOp) out.i.resize(numOut);
   else out.f.resize(numOut);
   for (int64_t o = 0; o < numOut; ++o) {
@@ -742,8 +758,7 @@ void reduceFloatRows(const Node& n, const std::vector<double>& rows, int64_t len
     switch (n.op) {
       case Op::Sum:
       case Op::Mean: {
-        double s = 0.0;
-        for (int64_t k = 0; k < len; ++k) s += r[k];
+        double s = accurateSum(r, len);
         result = n.op == Op::Sum ? s : s / static_cast<double>(len);  // mean of nothing: NaN
         break;
       }
@@ -776,11 +791,11 @@ void reduceFloatRows(const Node& n, const std::vector<double>& rows, int64_t len
       }
       case Op::Var:
       case Op::Std: {
-        double s = 0.0;
-        for (int64_t k = 0; k < len; ++k) s += r[k];
-        double mean = s / static_cast<double>(len);
-        double ss = 0.0;
-        for (int64_t k = 0; k < len; ++k) ss += (r[k] - mean) * (r[k] - mean);
+        // Two passes: the mean, then the squared deviations from it.
+        double mean = accurateSum(r, len) / static_cast<double>(len);
+        deviations.resize(static_cast<size_t>(len));
+        for (int64_t k = 0; k < len; ++k) deviations[k] = (r[k] - mean) * (r[k] - mean);
+        double ss = accurateSum(deviations.data(), len);
         double divisor = static_cast<double>(len - n.correction);
         double var = divisor <= 0.0 ? kNaN : ss / divisor;
         result = n.op == Op::Var ? var : std::sqrt(var);

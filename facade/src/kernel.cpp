@@ -1,5 +1,6 @@
 #include "kiln/kernel.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -47,7 +48,8 @@ struct Kernel::Impl {
   rt::KernelSignature sig;
   std::unique_ptr<rt::ArgPacker> packer;
   std::vector<PreparedKernel> kernels;
-  bool loaded = false;
+  std::atomic<bool> loaded{false};
+  std::mutex loadMutex;
   std::string chip;
 };
 
@@ -65,6 +67,16 @@ void loadModules(Kernel::Impl& impl) {
     if (!pk.vectorized) pk.vectorized = pk.scalar;
   }
   impl.loaded = true;
+}
+
+// Modules load at compile time when a driver is present; otherwise on the
+// first launch, which reports a missing driver clearly.
+void ensureLoaded(Kernel::Impl& impl) {
+  if (impl.loaded.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(impl.loadMutex);
+  if (impl.loaded) return;
+  rt::driver();  // throws "kiln: no CUDA driver found ..." without one
+  loadModules(impl);
 }
 
 std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& options, const std::string& chip) {
@@ -179,15 +191,12 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
 void Kernel::launch(std::span<const TensorView> tensors, std::span<const int64_t> dims,
                     std::span<const ScalarArg> scalars, void* stream) const {
   if (!impl_) throw Error("kiln: launch of an empty Kernel handle (use kiln::compile)");
-  if (!impl_->loaded) {
-    rt::driver();  // throws the clear no-driver error
-    loadModules(*impl_);
-  }
   if (impl_->kernels.size() == 1 && impl_->kernels[0].identity) {
     // One kernel whose signature is the graph's: one pack, one launch.
     const PreparedKernel& pk = impl_->kernels[0];
     rt::ArgBlock block;
     pk.packer->pack(block, tensors, dims, scalars);
+    ensureLoaded(*impl_);
     launchOne(pk, block, stream);
     return;
   }
@@ -195,6 +204,7 @@ void Kernel::launch(std::span<const TensorView> tensors, std::span<const int64_t
   // consistent across kernels), then pack each kernel's share.
   rt::ArgBlock full;
   impl_->packer->pack(full, tensors, dims, scalars);
+  ensureLoaded(*impl_);
   for (const PreparedKernel& pk : impl_->kernels) {
     const TensorView* views[64];
     int64_t kdims[64];

@@ -6,7 +6,7 @@
 //   kiln.graph v1
 //   %0 = input "x" : bf16[N, 4096]
 //   %1 = input "b" : bf16[4096]
-//   %2 = scalar "alpha" : f32
+//   %2 = scalar "alpha" : f32 weak
 //   %3 = add %0, %1 : bf16[N, 4096]
 //   %4 = const 0.5 : f32 weak
 //   %5 = mul %3, %4 : bf16[N, 4096]

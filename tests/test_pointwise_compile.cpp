@@ -1,0 +1,157 @@
+// The pointwise pipeline on the CPU: every op and dtype down to an sm_90
+// cubin, with the PTX and resource report checked; launches that must fail
+// before reaching the GPU.
+#include <catch2/catch.hpp>
+
+#include <regex>
+
+#include "kiln/kiln.h"
+#include "op_sweep.h"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+namespace {
+
+void checkKernelArtifacts(const compiler::CompiledKernel& k) {
+  CHECK(!k.cubin.empty());
+  CHECK(k.ptx.find(".extern .func __nv_") == std::string::npos);
+  REQUIRE(k.resources.size() == k.entries.size());
+  for (const compiler::ResourceReport& r : k.resources) {
+    INFO(r.kernel);
+    CHECK(r.registers > 0);
+    CHECK(r.spillStoreBytes == 0);
+    CHECK(r.spillLoadBytes == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every op and dtype compiles to an sm_90 cubin without spills or unresolved calls", "[compile]") {
+  for (const test::SweepCase& c : test::opSweep({"N", 64})) {
+    INFO(c.label);
+    compiler::CompiledGraph cg = compiler::compileGraph(c.graph);
+    REQUIRE(cg.kernels.size() == 1);
+    checkKernelArtifacts(cg.kernels[0]);
+  }
+}
+
+TEST_CASE("the vectorized entry uses the 16-byte accesses the schedule promised", "[compile]") {
+  DType t = GENERATE(DType::BF16, DType::F32, DType::F16);
+  Graph g;
+  Tensor x = g.input("x", t, {32768, 4096});
+  Tensor y = g.input("y", t, {32768, 4096});
+  Tensor z = g.input("z", t, {32768, 4096});
+  g.output("out", x * y + z);
+  compiler::CompiledGraph cg = compiler::compileGraph(g);
+  const compiler::CompiledKernel& k = cg.kernels.at(0);
+  checkKernelArtifacts(k);
+  REQUIRE(k.entries.at(0).vectorized);
+  for (const compiler::KernelTensor& kt : k.tensors) CHECK(kt.alignment == 16);
+  // The vectorized entry's body: three 16-byte non-coherent loads per vector
+  // and one 16-byte store.
+  size_t start = k.ptx.find(".entry " + k.entries[0].name);
+  size_t end = k.ptx.find(".entry", start + 1);
+  std::string body = k.ptx.substr(start, end - start);
+  std::regex ld(R"(ld\.global\.nc\.v4\.(b32|u32|f32))"), st(R"(st\.global\.v4\.(b32|u32|f32))");
+  auto count = [&](const std::regex& r) {
+    return std::distance(std::sregex_iterator(body.begin(), body.end(), r), std::sregex_iterator());
+  };
+  CHECK(count(ld) >= 3);
+  CHECK(count(st) >= 1);
+}
+
+TEST_CASE("row, column and scalar broadcasts are read through index math, not materialized", "[compile]") {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"N", 4096});
+  Tensor row = g.input("row", DType::BF16, {4096});
+  Tensor col = g.input("col", DType::F32, {"N", 1});
+  Tensor s = g.scalar("s");
+  g.output("y", (x + row) * col + s);
+  compiler::CompiledGraph cg = compiler::compileGraph(g);
+  REQUIRE(cg.kernels.size() == 1);
+  const compiler::CompiledKernel& k = cg.kernels[0];
+  checkKernelArtifacts(k);
+  CHECK(k.dims == std::vector<std::string>{"N"});
+  REQUIRE(k.scalars.size() == 1);
+  CHECK(k.tensors.size() == 4);
+  CHECK(k.entries.at(0).vectorized);
+}
+
+TEST_CASE("outputs of one shape share a kernel; other shapes get their own", "[compile]") {
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {"N", 256});
+  Tensor b = g.input("b", DType::F32, {256});
+  g.output("y", exp(x));
+  g.output("z", x * 2.0);
+  g.output("bb", b + 1.0);
+  compiler::CompiledGraph cg = compiler::compileGraph(g);
+  REQUIRE(cg.kernels.size() == 2);
+  CHECK(cg.kernels[0].tensors.size() == 3);  // x, y, z
+  CHECK(cg.kernels[1].tensors.size() == 2);  // b, bb
+  CHECK_THAT(cg.explain, Contains("one kernel per shape"));
+}
+
+TEST_CASE("graphs the pointwise schedule cannot hold are refused with the reason", "[compile][errors]") {
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {8, 16});
+  g.output("s", sum(x, -1));
+  try {
+    compiler::compileGraph(g);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK_THAT(std::string(e.what()), Contains("'sum'"));
+  }
+}
+
+TEST_CASE("compiling an equal graph again returns the same kernel", "[compile][facade]") {
+  auto build = [] {
+    Graph g;
+    Tensor x = g.input("x", DType::F32, {"N"});
+    g.output("y", sigmoid(x) * 3.0);
+    return g;
+  };
+  Kernel a = compile(build(), {.chip = "sm_90"});
+  Kernel b = compile(build(), {.chip = "sm_90"});
+  CHECK(&a.compiled() == &b.compiled());
+}
+
+TEST_CASE("bad launches are clear errors naming the argument", "[compile][facade][errors]") {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"N", 64});
+  Tensor b = g.input("b", DType::BF16, {64});
+  g.output("y", x + b);
+  Kernel k = compile(g, {.chip = "sm_90"});
+  alignas(16) static char mem[1 << 16];
+  TensorView x8(mem, DType::BF16, {8, 64}), b64(mem + 4096, DType::BF16, {64}), y8(mem + 8192, DType::BF16, {8, 64});
+  auto msg = [&](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  SECTION("wrong dtype") {
+    TensorView bad(mem, DType::F32, {8, 64});
+    CHECK_THAT(msg([&] { k.launch({bad, b64, y8}); }), Contains("x"));
+    CHECK_THAT(msg([&] { k.launch({bad, b64, y8}); }), Contains("f32"));
+  }
+  SECTION("wrong shape") {
+    TensorView bad(mem + 4096, DType::BF16, {65});
+    CHECK_THAT(msg([&] { k.launch({x8, bad, y8}); }), Contains("b"));
+    CHECK_THAT(msg([&] { k.launch({x8, bad, y8}); }), Contains("65"));
+  }
+  SECTION("missing argument") {
+    CHECK_THAT(msg([&] { k.launch({x8, b64}); }), Contains("3"));
+    CHECK_THAT(msg([&] { k.launch(Args().tensor("x", x8).tensor("b", b64)); }), Contains("y"));
+  }
+  SECTION("pointer misaligned for its element type") {
+    TensorView bad(mem + 1, DType::BF16, {8, 64});
+    CHECK_THAT(msg([&] { k.launch({bad, b64, y8}); }), Contains("align"));
+  }
+  SECTION("without a driver the launch says so") {
+    if (rt::driverAvailable()) return;
+    CHECK_THAT(msg([&] { k.launch({x8, b64, y8}); }), Contains("no CUDA driver"));
+  }
+}

@@ -1,0 +1,110 @@
+// Pointwise kernels on the GPU against the reference evaluator: fresh random
+// inputs every run, outputs poisoned before each launch.
+#include <catch2/catch.hpp>
+
+#include "gpu_support.h"
+#include "op_sweep.h"
+
+using namespace kiln;
+using test::runAndCheck;
+
+TEST_CASE("every op and dtype matches the reference on the GPU", "[gpu][pointwise]") {
+  test::requireGpu();
+  int64_t n = GENERATE(1, 7, 1000003);
+  for (const test::SweepCase& c : test::opSweep({"N"})) {
+    INFO(c.label << " over " << n << " elements");
+    runAndCheck(c.graph, {.dims = {{"N", n}}, .ranges = c.ranges});
+  }
+}
+
+TEST_CASE("the benchmark graphs match the reference at full size", "[gpu][pointwise]") {
+  test::requireGpu();
+  DType t = GENERATE(DType::BF16, DType::F32);
+  struct S {
+    int64_t rows, cols;
+  };
+  S s = GENERATE(S{32768, 4096}, S{1024, 262144});
+  if (t == DType::BF16 && s.cols == 262144) return;
+  Graph g;
+  Tensor x = g.input("x", t, {s.rows, s.cols});
+  Tensor y = g.input("y", t, {s.rows, s.cols});
+  Tensor z = g.input("z", t, {s.rows, s.cols});
+  Tensor b = g.input("b", t, {s.cols});
+  g.output("sum", x + y);
+  g.output("fma", x * y + z);
+  g.output("gelu", gelu_tanh(x + b));
+  Tensor c = x;
+  for (int i = 0; i < 6; ++i) c = (i % 2) ? exp(c * -0.5) : c * 1.5 + 0.25;
+  g.output("chain", c);
+  runAndCheck(g, {.ranges = {{"x", {-2, 2}}}});
+}
+
+TEST_CASE("row, column and scalar broadcasts, dynamic dims and several outputs", "[gpu][pointwise]") {
+  test::requireGpu();
+  int64_t rows = GENERATE(1, 3, 1025);
+  int64_t cols = GENERATE(1, 7, 4096);
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"R", "C"});
+  Tensor row = g.input("row", DType::F32, {"C"});
+  Tensor col = g.input("col", DType::BF16, {"R", 1});
+  Tensor s = g.input("s", DType::F16, {});
+  Tensor a = g.scalar("alpha");
+  Tensor y = (x + row) * col - s * a;
+  g.output("y", y);
+  g.output("y16", cast(y, DType::F16));
+  g.output("mask", y > 0.0);
+  g.output("idx", iota(g, {"R", "C"}, 1, DType::I32) + cast(x > 0.0, DType::I32));
+  runAndCheck(g, {.dims = {{"R", rows}, {"C", cols}}, .scalars = {{"alpha", 0.75}}});
+}
+
+TEST_CASE("static shapes that do not divide the vector take the scalar tail", "[gpu][pointwise]") {
+  test::requireGpu();
+  int64_t cols = GENERATE(3, 4095, 4097);
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {37, cols});
+  Tensor b = g.input("b", DType::BF16, {cols});
+  g.output("y", gelu(x + b));
+  runAndCheck(g);
+}
+
+TEST_CASE("views inside a pointwise kernel: transpose, slice, expand, reshape of an input", "[gpu][pointwise]") {
+  test::requireGpu();
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {64, 48});
+  Tensor v = g.input("v", DType::F32, {48 * 64});
+  Tensor t = transpose(x);                                   // [48, 64]
+  Tensor r = reshape(v, {48, 64});
+  Tensor sl = slice(g.input("w", DType::F32, {48, 130}), 1, 1, 129, 2);  // [48, 64]
+  Tensor e = expand(reshape(g.input("c", DType::F32, {48}), {48, 1}), {48, 64});
+  g.output("y", t * 2.0 + r - sl * e);
+  runAndCheck(g);
+}
+
+TEST_CASE("unaligned base pointers take the scalar entry and stay correct", "[gpu][pointwise]") {
+  test::requireGpu();
+  size_t offset = GENERATE(2, 4, 6, 12);
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"N", 256});
+  Tensor y = g.input("y", DType::BF16, {"N", 256});
+  g.output("z", x * y + 1.0);
+  runAndCheck(g, {.dims = {{"N", 333}}, .misalign = offset});
+}
+
+TEST_CASE("AdamW's step runs as one fused kernel with runtime scalars", "[gpu][pointwise]") {
+  test::requireGpu();
+  Graph g;
+  Tensor p = g.input("p", DType::F32, {"N"});
+  Tensor gr = g.input("g", DType::F32, {"N"});
+  Tensor m = g.input("m", DType::F32, {"N"});
+  Tensor v = g.input("v", DType::F32, {"N"});
+  AdamWResult r = adamw_step(p, gr, m, v, adamw_scalars(g));
+  g.output("p2", r.param);
+  g.output("m2", r.exp_avg);
+  g.output("v2", r.exp_avg_sq);
+  Kernel k = runAndCheck(g, {.dims = {{"N", 100003}},
+                             .ranges = {{"v", {0, 1}}},
+                             .scalars = {{"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8},
+                                         {"weight_decay", 0.01}, {"step", 10}},
+                             .tolScale = 5});
+  CHECK(k.compiled().kernels.size() == 1);
+}
