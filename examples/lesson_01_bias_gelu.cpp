@@ -20,7 +20,7 @@
 using namespace kiln;
 
 int main(int argc, char** argv) {
-  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 32768, cols = 4096;
+  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 8192, cols = 4096;
 
   // 1. The algorithm: what to compute. "rows" is a dynamic dim, bound at
   //    launch, so one kernel serves every batch size.

@@ -28,7 +28,7 @@ cp examples/graphs/*.kiln "$STAGE/kiln/graphs/" 2>/dev/null || true
 # The anchors (PyTorch eager / torch.compile / Triton, and the raw floors)
 # run in the same device call as kiln's benchmarks.
 SHARED=${KILN_SHARED_DIR:-$ROOT/../shared}
-cp "$SHARED/bench/anchors.py" "$SHARED/bench/floor.cu" "$STAGE/kiln/anchors/"
+cp "$SHARED/bench/anchors.py" "$SHARED/bench/floor.cu" bench/anchors_pointwise.py "$STAGE/kiln/anchors/"
 git rev-parse --short=12 HEAD > "$STAGE/kiln/COMMIT" 2>/dev/null || echo unknown > "$STAGE/kiln/COMMIT"
 git status --porcelain | grep -q . && echo "+dirty" >> "$STAGE/kiln/COMMIT" || true
 mkdir -p .device

@@ -35,7 +35,14 @@ if [[ " $STAGES " == *" anchors "* ]]; then
   echo "== anchors (floor.cu, anchors.py)" | tee -a "$OUTDIR/run.log"
   (cd "$K/anchors" && nvcc -arch=sm_90 -O2 floor.cu -o floor -lcuda -lnvrtc 2>&1 && ./floor) 2>&1 \
     | tee "$OUTDIR/floor.log" | tee -a "$OUTDIR/run.log"
-  (cd "$K/anchors" && PYTHONUNBUFFERED=1 timeout 400 python3 anchors.py ${KILN_ANCHORS:-launch mem1 mem2}) 2>&1 \
-    | grep -v Warning | tee "$OUTDIR/anchors.log" | tee -a "$OUTDIR/run.log"
+  # KILN_ANCHORS: "pointwise" (kiln's own trimmed anchor script, fast) or the
+  # arguments of shared/bench/anchors.py (launch, mem1, mem2, gemm, extra).
+  if [ "${KILN_ANCHORS:-pointwise}" = pointwise ]; then
+    (cd "$K/anchors" && PYTHONUNBUFFERED=1 timeout 400 python3 anchors_pointwise.py) 2>&1 \
+      | grep -v Warning | tee "$OUTDIR/anchors.log" | tee -a "$OUTDIR/run.log"
+  else
+    (cd "$K/anchors" && PYTHONUNBUFFERED=1 timeout 400 python3 anchors.py $KILN_ANCHORS) 2>&1 \
+      | grep -v Warning | tee "$OUTDIR/anchors.log" | tee -a "$OUTDIR/run.log"
+  fi
 fi
 exit $status

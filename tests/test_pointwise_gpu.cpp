@@ -17,14 +17,15 @@ TEST_CASE("every op and dtype matches the reference on the GPU", "[gpu][pointwis
   }
 }
 
-TEST_CASE("the benchmark graphs match the reference at full size", "[gpu][pointwise]") {
+// The benchmark's graphs at the benchmark's row lengths (bench_pointwise
+// also checks the first and last rows of its full-size runs).
+TEST_CASE("the benchmark graphs match the reference at the benchmark row lengths", "[gpu][pointwise]") {
   test::requireGpu();
   DType t = GENERATE(DType::BF16, DType::F32);
   struct S {
     int64_t rows, cols;
   };
-  S s = GENERATE(S{32768, 4096}, S{1024, 262144});
-  if (t == DType::BF16 && s.cols == 262144) return;
+  S s = GENERATE(S{300, 4096}, S{3, 262144});
   Graph g;
   Tensor x = g.input("x", t, {s.rows, s.cols});
   Tensor y = g.input("y", t, {s.rows, s.cols});
