@@ -56,9 +56,10 @@ struct Inputs {
   std::map<std::string, rt::DeviceBuffer> dev;
 };
 
-void benchCase(const std::string& name, const Builder& build, Inputs& in, const char* tag) {
+void benchCase(const std::string& name, const Builder& build, Inputs& in, const char* tag,
+               const std::string& override = "") {
   Graph g = build(in.rows);
-  Kernel k = compile(g);
+  Kernel k = compile(g, {.configOverride = override});
   std::vector<TensorView> views;
   for (int id : g.params()) {
     const Node& n = g.node(id);
@@ -126,7 +127,13 @@ void benchCase(const std::string& name, const Builder& build, Inputs& in, const 
   record(buf);
 }
 
-void memoryBound(DType t, int64_t m, int64_t n) {
+// Configs tried by the `sweep` mode around the heuristic's choice.
+const char* kSweep[] = {
+    R"({"unroll": 2})", R"({"unroll": 4})", R"({"threads": 128})", R"({"threads": 512})",
+    R"({"threads": 128, "unroll": 2})", R"({"max_blocks": 1056})", R"({"max_blocks": 2112, "unroll": 2})",
+};
+
+void memoryBound(DType t, int64_t m, int64_t n, bool sweep) {
   std::string tag = std::to_string(m) + "x" + std::to_string(n) + " " + (t == DType::BF16 ? "bfloat16" : "float32");
   Inputs in{t, m, n, {}, {}};
   std::mt19937_64 rng(42);
@@ -137,6 +144,24 @@ void memoryBound(DType t, int64_t m, int64_t n) {
     d.upload(h.data(), h.bytes());
     in.host.emplace(name, std::move(h));
     in.dev.emplace(name, std::move(d));
+  }
+  if (sweep) {
+    Builder fma = [&](int64_t rows) {
+      Graph g;
+      Tensor x = g.input("x", t, {rows, n}), y = g.input("y", t, {rows, n}), z = g.input("z", t, {rows, n});
+      g.output("out", x * y + z);
+      return g;
+    };
+    Builder gelu = [&](int64_t rows) {
+      Graph g;
+      g.output("out", gelu_tanh(g.input("x", t, {rows, n}) + g.input("b", t, {n})));
+      return g;
+    };
+    for (const char* o : kSweep) {
+      benchCase("sweep fma x*y+z", fma, in, tag.c_str(), o);
+      benchCase("sweep gelu(x+b)", gelu, in, tag.c_str(), o);
+    }
+    return;
   }
   benchCase("add", [&](int64_t rows) {
     Graph g;
@@ -225,9 +250,13 @@ int main(int argc, char** argv) {
   std::string what = argc > 1 ? argv[1] : "all";
   if (what == "all" || what == "launch") launchOverhead();
   if (what == "all" || what == "mem") {
-    memoryBound(DType::BF16, 32768, 4096);
-    memoryBound(DType::F32, 32768, 4096);
-    memoryBound(DType::F32, 1024, 262144);
+    memoryBound(DType::BF16, 32768, 4096, false);
+    memoryBound(DType::F32, 32768, 4096, false);
+    memoryBound(DType::F32, 1024, 262144, false);
+  }
+  if (what == "sweep") {
+    memoryBound(DType::BF16, 32768, 4096, true);
+    memoryBound(DType::F32, 32768, 4096, true);
   }
   return 0;
 }

@@ -30,6 +30,9 @@ fi
 if [[ " $STAGES " == *" bench "* ]]; then
   echo "== kiln benchmarks" | tee -a "$OUTDIR/run.log"
   "$K/bin/bench_pointwise" 2>&1 | tee "$OUTDIR/bench-pointwise.log" | tee -a "$OUTDIR/run.log"
+  if [ -n "${KILN_SWEEP:-}" ]; then
+    "$K/bin/bench_pointwise" sweep 2>&1 | tee "$OUTDIR/bench-sweep.log" | tee -a "$OUTDIR/run.log"
+  fi
 fi
 if [[ " $STAGES " == *" anchors "* ]]; then
   echo "== anchors (floor.cu, anchors.py)" | tee -a "$OUTDIR/run.log"

@@ -62,7 +62,11 @@ inline std::vector<SweepCase> opSweep(const Shape& shape) {
     } catch (const Error&) {
       return;  // not a valid combination
     }
-    cases.push_back({label, g, std::move(ranges)});
+    // Keep only the ranges of parameters this graph has.
+    InputRanges used;
+    for (int id : g.params())
+      if (auto it = ranges.find(g.node(id).name); it != ranges.end()) used.insert(*it);
+    cases.push_back({label, g, std::move(used)});
   };
   for (DType t : kAllDTypes) {
     std::string dn(dtypeName(t));

@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/compiler/compile.h"
 #include "kiln/dsl/text.h"
 #include "pointwise.h"
@@ -65,6 +67,30 @@ std::vector<PointwiseGroup> plan(const Graph& g, std::string& explain) {
   return groups;
 }
 
+void applyOverride(PointwiseConfig& c, const std::string& text) {
+  if (text.empty()) return;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw Error("kiln: compile: config override is not JSON: " + std::string(e.what()));
+  }
+  if (!j.is_object()) throw Error("kiln: compile: config override must be a JSON object, got " + text);
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_number_integer()) throw Error("kiln: compile: config override '" + key + "' must be an integer");
+    int64_t v = value.get<int64_t>();
+    if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
+    else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8 || v == 16)) c.vector = static_cast<int>(v);
+    else if (key == "unroll" && v >= 1 && v <= 16) c.unroll = static_cast<int>(v);
+    else if (key == "max_blocks" && v >= 0) c.maxBlocks = v;
+    else if (key == "index_bits" && (v == 32 || v == 64)) c.index32 = v == 32;
+    else
+      throw Error("kiln: compile: config override " + key + " = " + std::to_string(v) +
+                  " is not valid for the pointwise schedule (threads: multiple of 32 in [32, 1024]; vector: "
+                  "1, 2, 4, 8, 16; unroll: 1..16; max_blocks >= 0; index_bits: 32 or 64)");
+  }
+}
+
 }  // namespace
 
 CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
@@ -81,6 +107,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     auto tk = Clock::now();
     std::string name = "kiln_pointwise" + std::to_string(i);
     PointwiseConfig cfg = pointwiseHeuristic(graph, groups[i], options);
+    applyOverride(cfg, options.configOverride);
     PointwiseKernel pk = emitPointwise(graph, groups[i], cfg, name);
     CompiledKernel k = std::move(pk.kernel);
     k.why = "pointwise group " + std::to_string(i) + " of " + std::to_string(groups.size());

@@ -193,7 +193,7 @@ std::string compare(MlirWriter& w, Op op, DType t, const std::string& a, const s
 }  // namespace
 
 std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
-                            const std::vector<std::string>& operands) {
+                            const std::vector<std::string>& operands, const ElementOptions& options) {
   auto operandDType = [&](size_t i) { return g.node(n.inputs[i]).dtype; };
   // Converts operand i into the compute type of dtype t.
   auto in = [&](size_t i, DType t) { return convertValue(w, operands[i], operandDType(i), t); };
@@ -216,7 +216,9 @@ std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
         std::string isNeg = w.assign("arith.cmpi slt, " + x + ", " + zero + " : " + ty);
         return w.assign("arith.select " + isNeg + ", " + negx + ", " + x + " : " + ty);
       }
-    case Op::Exp: return unaryFloat(w, "math.exp", in(0, t));
+    case Op::Exp:
+      if (options.approxTranscendentals) return w.assign("math.exp " + in(0, t) + " fastmath<afn> : f32");
+      return unaryFloat(w, "math.exp", in(0, t));
     case Op::Exp2: return unaryFloat(w, "math.exp2", in(0, t));
     case Op::Log: return unaryFloat(w, "math.log", in(0, t));
     case Op::Log2: return unaryFloat(w, "math.log2", in(0, t));
@@ -227,11 +229,16 @@ std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
     case Op::Reciprocal: return w.assign("arith.divf " + w.f32(1.0) + ", " + in(0, t) + " : f32");
     case Op::Sin: return unaryFloat(w, "math.sin", in(0, t));
     case Op::Cos: return unaryFloat(w, "math.cos", in(0, t));
-    case Op::Tanh: return unaryFloat(w, "math.tanh", in(0, t));
+    case Op::Tanh:
+      if (options.approxTranscendentals)
+        return w.assign("llvm.inline_asm \"tanh.approx.f32 $0, $1;\", \"=f,f\" " + in(0, t) + " : (f32) -> f32");
+      return unaryFloat(w, "math.tanh", in(0, t));
     case Op::Erf: return unaryFloat(w, "math.erf", in(0, t));
     case Op::Sigmoid: {
       std::string x = in(0, t);
-      std::string e = unaryFloat(w, "math.exp", unaryFloat(w, "arith.negf", x));
+      std::string nx = unaryFloat(w, "arith.negf", x);
+      std::string e = options.approxTranscendentals ? w.assign("math.exp " + nx + " fastmath<afn> : f32")
+                                                    : unaryFloat(w, "math.exp", nx);
       std::string d = w.assign("arith.addf " + w.f32(1.0) + ", " + e + " : f32");
       return w.assign("arith.divf " + w.f32(1.0) + ", " + d + " : f32");
     }

@@ -35,10 +35,20 @@ std::string storeConvert(MlirWriter& w, const std::string& value, DType t);
 // The value of a Constant node, in its compute type.
 std::string emitConstant(MlirWriter& w, const Node& n);
 
+// Choices a schedule makes for the whole kernel.
+struct ElementOptions {
+  // Use the hardware approximations of tanh (tanh.approx.f32, relative error
+  // <= 2^-10.9) and exp (ex2.approx): schedules set it when every output of
+  // the kernel is a 16-bit float, whose precision (2^-8 for bf16, 2^-11 for
+  // f16) is coarser than the approximation. libdevice's accurate versions
+  // cost ~20 instructions each, enough to make a bf16 kernel compute-bound.
+  bool approxTranscendentals = false;
+};
+
 // The value of an elementwise node (unary, binary, ternary, cast) from its
 // operand values; `g` gives the operand nodes (for their dtypes). Returns a
 // value of computeType(n.dtype).
 std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
-                            const std::vector<std::string>& operands);
+                            const std::vector<std::string>& operands, const ElementOptions& options = {});
 
 }  // namespace kiln::compiler

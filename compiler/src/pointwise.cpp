@@ -104,6 +104,7 @@ class PointwiseEmitter {
   bool index32_ = true;
   int vector_ = 1;
   bool rowLanes_ = true;
+  ElementOptions elementOptions_;
 
   std::vector<int> inputs_;   // Input nodes read, in parameter order
   std::vector<int> scalars_;  // Scalar nodes read, in parameter order
@@ -395,7 +396,7 @@ std::string PointwiseEmitter::value(Region& r, int id, const Frame& frame, int u
     default: {
       std::vector<std::string> ops;
       for (size_t i = 0; i < n.inputs.size(); ++i) ops.push_back(value(r, n.inputs[i], operandFrame(n, i, frame), u, lane));
-      v = emitElementwise(*r.w, g_, n, ops);
+      v = emitElementwise(*r.w, g_, n, ops, elementOptions_);
       break;
     }
   }
@@ -621,6 +622,11 @@ PointwiseKernel PointwiseEmitter::run(const std::string& name) {
     if (staticElementCount(out_) > limit) index32_ = false;
     for (int id : inputs_)
       if (staticElementCount(g_.node(id).shape) > limit) index32_ = false;
+  }
+  elementOptions_.approxTranscendentals = true;
+  for (int o : group_.outputs) {
+    DType dt = g_.node(g_.outputs()[o].node).dtype;
+    if (dt != DType::BF16 && dt != DType::F16) elementOptions_.approxTranscendentals = false;
   }
   rowLanes_ = rank_ <= 1 || (out_.back().isStatic() && cfg_.vector > 0 && out_.back().size % cfg_.vector == 0);
   int vector = cfg_.vector;

@@ -86,6 +86,7 @@ std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& op
   co.chip = chip;
   co.route = options.route;
   co.keepText = options.keepText;
+  co.configOverride = options.configOverride;
   if (rt::driverAvailable()) co.smCount = rt::Device::current().properties().smCount;
   impl->compiled = compiler::compileGraph(graph, co);
 
@@ -178,7 +179,7 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
   std::string chip = options.chip;
   if (chip.empty()) chip = rt::driverAvailable() ? rt::Device::current().properties().arch() : "sm_90";
   std::string key = chip + "|" + std::string(compiler::routeName(options.route)) + "|" +
-                    (options.keepText ? "t" : "-") + "|" + graph.toText();
+                    (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + graph.toText();
   KernelRegistry& reg = KernelRegistry::instance();
   std::lock_guard<std::mutex> lock(reg.mutex);
   auto it = reg.kernels.find(key);

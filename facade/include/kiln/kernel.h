@@ -35,6 +35,8 @@ struct CompileOptions {
   std::string chip;
   compiler::CubinRoute route = compiler::CubinRoute::Default;
   bool keepText = true;  // keep MLIR and PTX (for explain / tools)
+  // JSON replacing the heuristic's config choices (see compiler::CompileOptions).
+  std::string configOverride;
 };
 
 class Kernel {

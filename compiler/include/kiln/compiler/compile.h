@@ -75,6 +75,10 @@ struct CompileOptions {
   CubinRoute route = CubinRoute::Default;
   bool keepText = true;          // keep MLIR and PTX in the result
   std::string cudaHome;          // empty: defaultCudaHome()
+  // A JSON object whose keys replace the heuristic's choices in every
+  // kernel's config (e.g. {"unroll": 2}); what tuning and benchmarks use.
+  // Unknown keys are an error.
+  std::string configOverride;
 };
 
 struct CompiledGraph {
