@@ -5,3 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 "${KILN_BUILD_DIR:-build}"/examples/lesson_00_graphs
+echo
+"${KILN_BUILD_DIR:-build}"/examples/lesson_01_bias_gelu
