@@ -4,6 +4,7 @@
 // KILN_DUMP=graph,mlir,ptx[,all] prints those stages of every kernel compiled
 // by a running program to stderr.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -108,7 +109,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     std::string name = "kiln_pointwise" + std::to_string(i);
     PointwiseConfig cfg = pointwiseHeuristic(graph, groups[i], options);
     applyOverride(cfg, options.configOverride);
-    PointwiseKernel pk = emitPointwise(graph, groups[i], cfg, name);
+    PointwiseKernel pk = emitPointwise(graph, groups[i], cfg, name, options.variants);
     CompiledKernel k = std::move(pk.kernel);
     k.why = "pointwise group " + std::to_string(i) + " of " + std::to_string(groups.size());
     k.stages.push_back({"plan", planMs / groups.size()});
@@ -127,6 +128,9 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
 
     CubinOptions co;
     co.route = options.route;
+    if (co.route == CubinRoute::Default && !options.chip.empty() && std::isdigit(static_cast<unsigned char>(options.chip.back())) &&
+        nvJitLinkAvailable(options.cudaHome))
+      co.route = CubinRoute::NvJitLink;
     co.cudaHome = options.cudaHome;
     CubinResult cubin = ptxToCubin(ptx.ptx, options.chip, co);
     for (const StageTime& s : cubin.stages) k.stages.push_back(s);

@@ -67,7 +67,7 @@ class PointwiseEmitter {
   PointwiseEmitter(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& cfg)
       : g_(g), group_(group), cfg_(cfg), out_(group.shape), rank_(static_cast<int>(group.shape.size())) {}
 
-  PointwiseKernel run(const std::string& name);
+  PointwiseKernel run(const std::string& name, EntryVariants variants);
 
  private:
   // ---- analysis
@@ -587,7 +587,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   return text;
 }
 
-PointwiseKernel PointwiseEmitter::run(const std::string& name) {
+PointwiseKernel PointwiseEmitter::run(const std::string& name, EntryVariants variants) {
   Frame root(rank_);
   for (int k = 0; k < rank_; ++k) root[k] = Axis{k, 1, 0};
   for (int o : group_.outputs) collect(g_.outputs()[o].node, root);
@@ -646,13 +646,16 @@ PointwiseKernel PointwiseEmitter::run(const std::string& name) {
   k.schedule = "pointwise";
   k.config = cfg_.json();
   std::string mlir = "module attributes {gpu.container_module} {\n  gpu.module @kiln_kernels {\n";
-  if (vector > 1) {
+  std::map<std::string, int> vecClass;
+  if (vector > 1 && variants != EntryVariants::ScalarOnly) {
     mlir += emitKernel(name + "_v" + std::to_string(vector), vector);
     k.entries.push_back({name + "_v" + std::to_string(vector), true});
+    vecClass = accessClass_;
   }
-  std::map<std::string, int> vecClass = accessClass_;
-  mlir += emitKernel(name + "_s1", 1);
-  k.entries.push_back({name + "_s1", false});
+  if (vector == 1 || variants != EntryVariants::VectorOnly) {
+    mlir += emitKernel(name + "_s1", 1);
+    k.entries.push_back({name + "_s1", false});
+  }
   mlir += "  }\n}\n";
   out.mlir = std::move(mlir);
 
@@ -667,7 +670,8 @@ PointwiseKernel PointwiseEmitter::run(const std::string& name) {
   for (int o : group_.outputs) {
     const GraphOutput& go = g_.outputs()[o];
     const Node& n = g_.node(go.node);
-    k.tensors.push_back({go.name, n.dtype, n.shape, true, vector > 1 ? std::min(16, vector * dtypeSize(n.dtype)) : 0});
+    bool hasVector = vector > 1 && variants != EntryVariants::ScalarOnly;
+    k.tensors.push_back({go.name, n.dtype, n.shape, true, hasVector ? std::min(16, vector * dtypeSize(n.dtype)) : 0});
   }
   k.dims = dims_;
   for (int id : scalars_) k.scalars.push_back({g_.node(id).name, g_.node(id).dtype});
@@ -682,7 +686,6 @@ PointwiseKernel PointwiseEmitter::run(const std::string& name) {
 
 PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options) {
   PointwiseConfig c;
-  // 16-byte accesses of the narrowest element type.
   int minSize = 16;
   std::set<int> seen;
   std::function<void(int)> walk = [&](int id) {
@@ -695,7 +698,10 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
     walk(g.outputs()[o].node);
     minSize = std::min(minSize, dtypeSize(g.node(g.outputs()[o].node).dtype));
   }
-  c.vector = std::max(1, 16 / minSize);
+  // 16-byte accesses of the narrowest element type, at most 8 lanes: each
+  // lane carries its own copy of the expression, and 16 lanes of a
+  // libdevice call (cos, say) start to spill.
+  c.vector = std::max(1, std::min(8, 16 / minSize));
   // Keep the vector inside a row when the row allows; else halve it.
   if (!group.shape.empty() && group.shape.back().isStatic())
     while (c.vector > 1 && group.shape.back().size % c.vector != 0) c.vector /= 2;
@@ -715,9 +721,9 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
 }
 
 PointwiseKernel emitPointwise(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& config,
-                              const std::string& name) {
+                              const std::string& name, EntryVariants variants) {
   PointwiseEmitter e(g, group, config);
-  return e.run(name);
+  return e.run(name, variants);
 }
 
 }  // namespace kiln::compiler

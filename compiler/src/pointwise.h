@@ -38,13 +38,14 @@ struct PointwiseGroup {
 PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options);
 
 // The kernel's MLIR (a vectorized entry "<name>_v<V>" when config.vector > 1,
-// and a scalar entry "<name>_s1") and its description (no artifacts yet).
+// and/or a scalar entry "<name>_s1", as `variants` asks; a kernel whose
+// config is scalar has only "_s1") and its description (no artifacts yet).
 struct PointwiseKernel {
   std::string mlir;
   CompiledKernel kernel;
 };
 PointwiseKernel emitPointwise(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& config,
-                              const std::string& name);
+                              const std::string& name, EntryVariants variants = EntryVariants::All);
 
 // Whether `op` can be part of a pointwise kernel.
 bool isPointwiseOp(Op op);

@@ -44,7 +44,14 @@ struct PreparedKernel {
 };
 
 struct Kernel::Impl {
+  Graph graph;  // kept to build the scalar entries on demand
+  compiler::CompileOptions options;
   compiler::CompiledGraph compiled;
+  // The scalar (any-alignment) entries, compiled and loaded the first time
+  // a launch gets a pointer the vectorized entries cannot take.
+  std::once_flag scalarOnce;
+  compiler::CompiledGraph scalarCompiled;
+  std::vector<rt::Module> scalarModules;
   rt::KernelSignature sig;
   std::unique_ptr<rt::ArgPacker> packer;
   std::vector<PreparedKernel> kernels;
@@ -69,6 +76,21 @@ void loadModules(Kernel::Impl& impl) {
   impl.loaded = true;
 }
 
+// The scalar entries of every kernel, built and loaded once, on demand.
+void loadScalarEntries(Kernel::Impl& impl) {
+  std::call_once(impl.scalarOnce, [&] {
+    compiler::CompileOptions co = impl.options;
+    co.variants = compiler::EntryVariants::ScalarOnly;
+    impl.scalarCompiled = compiler::compileGraph(impl.graph, co);
+    for (size_t i = 0; i < impl.kernels.size(); ++i) {
+      const compiler::CompiledKernel& ck = impl.scalarCompiled.kernels.at(i);
+      const auto* bytes = reinterpret_cast<const uint8_t*>(ck.cubin.data());
+      impl.scalarModules.push_back(rt::Module::load(std::span<const uint8_t>(bytes, ck.cubin.size()), ck.name));
+      impl.kernels[i].scalar = impl.scalarModules.back().function(ck.entries.at(0).name);
+    }
+  });
+}
+
 // Modules load at compile time when a driver is present; otherwise on the
 // first launch, which reports a missing driver clearly.
 void ensureLoaded(Kernel::Impl& impl) {
@@ -82,11 +104,13 @@ void ensureLoaded(Kernel::Impl& impl) {
 std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& options, const std::string& chip) {
   auto impl = std::make_shared<Kernel::Impl>();
   impl->chip = chip;
-  compiler::CompileOptions co;
+  impl->graph = graph;
+  compiler::CompileOptions& co = impl->options;
   co.chip = chip;
   co.route = options.route;
   co.keepText = options.keepText;
   co.configOverride = options.configOverride;
+  co.variants = compiler::EntryVariants::VectorOnly;
   if (rt::driverAvailable()) co.smCount = rt::Device::current().properties().smCount;
   impl->compiled = compiler::compileGraph(graph, co);
 
@@ -157,7 +181,7 @@ struct KernelRegistry {
   }
 };
 
-void launchOne(const PreparedKernel& pk, const rt::ArgBlock& block, void* stream) {
+void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock& block, void* stream) {
   int64_t total = pk.staticIter;
   for (int d : pk.iterDims) total *= block.dimValue(static_cast<size_t>(d));
   if (total <= 0) return;
@@ -170,7 +194,12 @@ void launchOne(const PreparedKernel& pk, const rt::ArgBlock& block, void* stream
   cfg.block.x = static_cast<unsigned>(lg.threadsPerBlock);
   cfg.sharedBytes = static_cast<unsigned>(lg.sharedBytes);
   cfg.stream = stream;
-  rt::launch(block.vectorizable() ? pk.vectorized : pk.scalar, cfg, block);
+  if (block.vectorizable()) [[likely]] {
+    rt::launch(pk.vectorized, cfg, block);
+    return;
+  }
+  loadScalarEntries(impl);  // once; a cheap check afterwards
+  rt::launch(pk.scalar, cfg, block);
 }
 
 }  // namespace
@@ -198,7 +227,7 @@ void Kernel::launch(std::span<const TensorView> tensors, std::span<const int64_t
     rt::ArgBlock block;
     pk.packer->pack(block, tensors, dims, scalars);
     ensureLoaded(*impl_);
-    launchOne(pk, block, stream);
+    launchOne(*impl_, pk, block, stream);
     return;
   }
   // Several kernels: check everything against the graph first (so dims are
@@ -217,7 +246,7 @@ void Kernel::launch(std::span<const TensorView> tensors, std::span<const int64_t
     pk.packer->pack(block, std::span<const TensorView* const>(views, pk.tensorMap.size()),
                     std::span<const int64_t>(kdims, pk.dimMap.size()),
                     std::span<const ScalarArg>(kscalars, pk.scalarMap.size()));
-    launchOne(pk, block, stream);
+    launchOne(*impl_, pk, block, stream);
   }
 }
 

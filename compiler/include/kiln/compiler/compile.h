@@ -69,10 +69,19 @@ struct CompiledKernel {
   double compileMs = 0;    // graph → cubin for this kernel
 };
 
+// Which entries to build. A vectorized entry needs aligned pointers; the
+// scalar entry takes any. Building only the vectorized one halves a cold
+// compile; the facade builds the scalar one the first time a launch needs it.
+enum class EntryVariants { All, VectorOnly, ScalarOnly };
+
 struct CompileOptions {
   std::string chip = "sm_90";    // the GPU's SM (the facade fills it in)
   int smCount = 132;             // for grid heuristics
+  // Default: nvJitLink in process for plain targets (sm_90: the MLIR path's
+  // kernels, which nvJitLink handles safely), ptxas as a child process for
+  // "a" targets (sm_90a) and when nvJitLink is not available.
   CubinRoute route = CubinRoute::Default;
+  EntryVariants variants = EntryVariants::All;
   bool keepText = true;          // keep MLIR and PTX in the result
   std::string cudaHome;          // empty: defaultCudaHome()
   // A JSON object whose keys replace the heuristic's choices in every
