@@ -559,7 +559,10 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
     body.dedent();
     body.line("}");
     body.dedent();
-    body.line("}");
+    // Keep the tail loop rolled: unrolled, it would be a second copy of the
+    // whole expression per lane (code size and compile time, for the last
+    // chunk only).
+    body.line("} {loop_annotation = #llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>>}");
   }
   body.dedent();
   body.line("}");
