@@ -312,8 +312,9 @@ CubinResult viaNvJitLink(std::string_view ptx, std::string_view arch, const Cubi
   if (!api) throw Error("ptxToCubin (nvJitLink): " + why);
 
   auto t0 = Clock::now();
-  std::vector<std::string> opts = {fmt::format("-arch={}", arch), fmt::format("-O{}", o.optLevel),
-                                   "-verbose"};
+  std::vector<std::string> opts = {fmt::format("-arch={}", arch), "-verbose"};
+  if (!o.fastCompile.empty()) opts.push_back("-Ofc=" + o.fastCompile);  // excludes -O
+  else opts.push_back(fmt::format("-O{}", o.optLevel));
   for (const auto& a : o.extraArgs) opts.push_back(a);
   std::vector<const char*> copts;
   for (const auto& s : opts) copts.push_back(s.c_str());
@@ -369,8 +370,9 @@ CubinResult viaPtxas(const std::string& ptxas, std::string_view ptx, std::string
   writeFile(in.path(), ptx);
   stage("write-ptx");
 
-  std::vector<std::string> argv = {ptxas, fmt::format("-arch={}", arch), fmt::format("-O{}", o.optLevel),
-                                   "-v"};
+  std::vector<std::string> argv = {ptxas, fmt::format("-arch={}", arch), "-v"};
+  if (!o.fastCompile.empty()) argv.push_back("--Ofast-compile=" + o.fastCompile);  // excludes -O
+  else argv.push_back(fmt::format("-O{}", o.optLevel));
   for (const auto& a : o.extraArgs) argv.push_back(a);
   argv.insert(argv.end(), {in.path(), "-o", out.path()});
   ProcessResult p = runProcess(argv, o.timeoutSeconds);

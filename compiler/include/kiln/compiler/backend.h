@@ -136,6 +136,9 @@ KILN_COMPILER_API std::string_view routeName(CubinRoute route);  // "ptxas", ...
 struct CubinOptions {
   CubinRoute route = CubinRoute::Default;
   int optLevel = 3;                    // ptxas -O
+  // ptxas's --Ofast-compile level ("min", "mid", "max"; empty: off). It
+  // trades SASS optimization for compile speed and replaces -O.
+  std::string fastCompile;
   std::vector<std::string> extraArgs;  // appended to the ptxas / nvJitLink options
   // Toolkit to search first for ptxas (bin/) and nvJitLink (lib64/). Empty:
   // $CUDA_HOME, then the directory next to a loaded libnvrtc, then PATH, then
