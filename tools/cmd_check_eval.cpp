@@ -21,8 +21,10 @@ const char* kEvalHelp =
     "[0.5, 1)) and prints, per output, its shape, dtype, min/max/mean and a\n"
     "checksum (FNV-1a of the output's bytes).\n"
     "\n"
-    "  --dim NAME=VALUE  bind a dynamic dim (repeat for each dim)\n"
-    "  --seed N          random seed (default 0)\n";
+    "  --dim NAME=VALUE      bind a dynamic dim (repeat for each dim)\n"
+    "  --seed N              random seed (default 0)\n"
+    "  --range NAME=LO:HI    draw parameter NAME from [LO, HI) (repeatable),\n"
+    "                        e.g. --range exp_avg_sq=0:1 --range targets=0:32768\n";
 
 int runCheck(int argc, char** argv) {
   Args a = parseArgs(argc, argv, 1, {});
@@ -40,7 +42,7 @@ int runCheck(int argc, char** argv) {
 }
 
 int runEval(int argc, char** argv) {
-  Args a = parseArgs(argc, argv, 1, {"dim", "seed"});
+  Args a = parseArgs(argc, argv, 1, {"dim", "seed", "range"});
   if (a.has("help")) {
     std::fputs(kEvalHelp, stdout);
     return 0;
@@ -62,7 +64,18 @@ int runEval(int argc, char** argv) {
   for (const std::string& d : g.dynamicDims())
     if (!dims.count(d))
       throw Error("kiln: the graph has the dynamic dim " + d + "; bind it with --dim " + d + "=VALUE");
-  EvalInputs in = randomInputs(g, dims, seed);
+  InputRanges ranges;
+  for (const std::string& spec : a.all("range")) {
+    size_t eq = spec.find('='), colon = spec.find(':', eq == std::string::npos ? 0 : eq);
+    if (eq == std::string::npos || colon == std::string::npos || eq == 0)
+      throw Error("kiln: --range '" + spec + "': expected NAME=LO:HI, e.g. --range x=-1:1");
+    try {
+      ranges[spec.substr(0, eq)] = {std::stod(spec.substr(eq + 1, colon - eq - 1)), std::stod(spec.substr(colon + 1))};
+    } catch (const std::logic_error&) {
+      throw Error("kiln: --range '" + spec + "': LO and HI must be numbers");
+    }
+  }
+  EvalInputs in = randomInputs(g, dims, seed, ranges);
   for (const EvalOutput& out : evaluate(g, in)) {
     const HostTensor& t = out.value;
     double lo = 0, hi = 0, sum = 0;
