@@ -265,14 +265,23 @@ DType promoteTypes(const std::vector<const Node*>& operands) {
 
 // --------------------------------------------------------------- leaves
 
-Tensor Graph::input(const std::string& name, DType dtype, const Shape& shape, Loc loc) {
-  std::string what = "input '" + name + "'";
+namespace {
+
+// A parameter's name: an identifier, not used by another parameter.
+void checkParamName(const detail::GraphData& d, const std::string& kind, const std::string& name, const Loc& loc) {
   if (!isIdentifier(name))
-    failPlain("input", "the name '" + name + "' is not an identifier; expected [A-Za-z_][A-Za-z0-9_]*", loc);
-  for (int id : data_->params)
-    if (data_->nodes[id].name == name)
-      failPlain(what, "a parameter named '" + name + "' already exists; expected unique names", loc);
-  checkShapeDims(what, shape, loc);
+    failPlain(kind, "the name '" + name + "' is not an identifier; expected [A-Za-z_][A-Za-z0-9_]*", loc);
+  for (int id : d.params)
+    if (d.nodes[id].name == name)
+      failPlain(kind + " '" + name + "'", "a parameter named '" + name + "' already exists; expected unique names",
+                loc);
+}
+
+}  // namespace
+
+Tensor Graph::input(const std::string& name, DType dtype, const Shape& shape, Loc loc) {
+  checkParamName(*data_, "input", name, loc);
+  checkShapeDims("input '" + name + "'", shape, loc);
   Node n;
   n.op = Op::Input;
   n.dtype = dtype;
@@ -284,11 +293,7 @@ Tensor Graph::input(const std::string& name, DType dtype, const Shape& shape, Lo
 }
 
 Tensor Graph::scalar(const std::string& name, DType dtype, Loc loc) {
-  if (!isIdentifier(name))
-    failPlain("scalar", "the name '" + name + "' is not an identifier; expected [A-Za-z_][A-Za-z0-9_]*", loc);
-  for (int id : data_->params)
-    if (data_->nodes[id].name == name)
-      failPlain("scalar '" + name + "'", "a parameter named '" + name + "' already exists; expected unique names", loc);
+  checkParamName(*data_, "scalar", name, loc);
   if (dtype != DType::F32 && dtype != DType::I32 && dtype != DType::I64)
     failPlain("scalar '" + name + "'",
               "dtype " + std::string(dtypeName(dtype)) + " is not a runtime scalar type; expected f32, i32 or i64",
