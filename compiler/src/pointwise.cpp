@@ -88,6 +88,7 @@ class PointwiseEmitter {
     bool fast = false;  // vector path (lanes meaningful)
   };
   std::string emitKernel(const std::string& entry, int vector);
+  std::string finishKernel(const std::string& header, const MlirWriter& pre, const MlirWriter& body);
   std::string value(Region& r, int node, const Frame& frame, int u, int lane);
   std::string loadAccess(Region& r, const Access& a, DType dtype, int u, int lane);
   std::string outIndex(Region& r, int u, int k);
@@ -469,33 +470,22 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
                                    chunkC + " : " + it());
   std::string tidV = pre.assign("arith.muli " + tid + ", " + cst(vector_) + " : " + it());
 
-  std::string c = body.fresh();
-  body.line("scf.for " + c + " = " + bid + " to " + nChunks + " step " + gdim + " : " + it() + " {");
-  body.indent();
-  std::string cbase = body.assign("arith.muli " + c + ", " + chunkC + " : " + it());
-  std::string cend = body.assign("arith.addi " + cbase + ", " + chunkC + " : " + it());
-  std::string full = body.assign("arith.cmpi ule, " + cend + ", " + numel + " : " + it());
-  body.line("scf.if " + full + " {");
-  body.indent();
-  {
-    // Fast path: every vector of the chunk is in range.
+  // The vector path for the flat indices `flats` (one per unrolled vector):
+  // loads first (all of them), then compute, then 16-byte stores.
+  auto vectorPath = [&](const std::vector<std::string>& flats) {
     Region r;
     r.w = &body;
     r.fast = vector_ > 1;
-    r.idx.resize(cfg_.unroll);
-    r.quot.resize(cfg_.unroll);
-    for (int u = 0; u < cfg_.unroll; ++u) {
-      std::string ub = body.assign("arith.addi " + cbase + ", " +
-                                   body.integer(static_cast<int64_t>(u) * cfg_.threads * vector_, it()) + " : " + it());
-      r.flat.push_back(body.assign("arith.addi " + ub + ", " + tidV + " : " + it()));
-    }
+    r.flat = flats;
+    r.idx.resize(flats.size());
+    r.quot.resize(flats.size());
+    const int n = static_cast<int>(flats.size());
     Frame root(rank_);
     for (int k = 0; k < rank_; ++k) root[k] = Axis{k, 1, 0};
-    // Loads first (all of them, for every u), then compute, then stores.
-    for (int u = 0; u < cfg_.unroll; ++u)
+    for (int u = 0; u < n; ++u)
       for (const auto& [key, a] : accesses_)
         if (accessClass_[key] == 1) (void)loadAccess(r, a, g_.node(a.node).dtype, u, 0);
-    for (int u = 0; u < cfg_.unroll; ++u) {
+    for (int u = 0; u < n; ++u) {
       for (size_t o = 0; o < group_.outputs.size(); ++o) {
         const GraphOutput& go = g_.outputs()[group_.outputs[o]];
         DType dt = g_.node(go.node).dtype;
@@ -518,6 +508,45 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
                   ", !llvm.ptr<1>");
       }
     }
+  };
+  auto flatOf = [&](const std::string& cbase, int u) {
+    std::string ub = body.assign("arith.addi " + cbase + ", " +
+                                 body.integer(static_cast<int64_t>(u) * cfg_.threads * vector_, it()) + " : " + it());
+    return body.assign("arith.addi " + ub + ", " + tidV + " : " + it());
+  };
+  // When the element count is a multiple of the vector (for any binding of
+  // the dims), a vector is entirely in range or entirely out: one guard per
+  // vector and no element-by-element tail at all.
+  const bool wholeVectors = elementCount(out_).divisibleBy(vector_);
+
+  std::string c = body.fresh();
+  body.line("scf.for " + c + " = " + bid + " to " + nChunks + " step " + gdim + " : " + it() + " {");
+  body.indent();
+  std::string cbase = body.assign("arith.muli " + c + ", " + chunkC + " : " + it());
+  if (wholeVectors) {
+    for (int u = 0; u < cfg_.unroll; ++u) {
+      std::string flat = flatOf(cbase, u);
+      body.line("scf.if " + body.assign("arith.cmpi ult, " + flat + ", " + numel + " : " + it()) + " {");
+      body.indent();
+      vectorPath({flat});
+      body.dedent();
+      body.line("}");
+    }
+    body.dedent();
+    body.line("}");
+    std::string fn = "    gpu.func @" + entry + "(" + sig + ") kernel attributes {known_block_size = array<i32: " +
+                     std::to_string(cfg_.threads) + ", 1, 1>} {\n";
+    return finishKernel(fn, pre, body);
+  }
+  std::string cend = body.assign("arith.addi " + cbase + ", " + chunkC + " : " + it());
+  std::string full = body.assign("arith.cmpi ule, " + cend + ", " + numel + " : " + it());
+  body.line("scf.if " + full + " {");
+  body.indent();
+  {
+    // Fast path: every vector of the chunk is in range.
+    std::vector<std::string> flats;
+    for (int u = 0; u < cfg_.unroll; ++u) flats.push_back(flatOf(cbase, u));
+    vectorPath(flats);
   }
   body.dedent();
   body.line("} else {");
@@ -571,9 +600,12 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
 
   std::string fn = "    gpu.func @" + entry + "(" + sig + ") kernel attributes {known_block_size = array<i32: " +
                    std::to_string(cfg_.threads) + ", 1, 1>} {\n";
-  std::string text = fn;
-  // Indent the function body by 3 levels in total.
-  auto reindent = [](const std::string& s) {
+  return finishKernel(fn, pre, body);
+}
+
+// Splices the function header, the entry-block values and the body.
+std::string PointwiseEmitter::finishKernel(const std::string& header, const MlirWriter& pre, const MlirWriter& body) {
+  auto reindent = [](const std::string& s) {  // two more levels
     std::string out;
     size_t start = 0;
     while (start < s.size()) {
@@ -583,9 +615,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
     }
     return out;
   };
-  text += reindent(pre.text());
-  text += reindent(body.text());
-  text += "      gpu.return\n    }\n";
+  std::string text = header + reindent(pre.text()) + reindent(body.text()) + "      gpu.return\n    }\n";
   pre_ = nullptr;
   return text;
 }
