@@ -104,7 +104,7 @@ void ensureLoaded(Kernel::Impl& impl) {
 std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& options, const std::string& chip) {
   auto impl = std::make_shared<Kernel::Impl>();
   impl->chip = chip;
-  impl->graph = graph;
+  impl->graph = bindDims(graph, {});  // a private copy: the caller may keep adding nodes
   compiler::CompileOptions& co = impl->options;
   co.chip = chip;
   co.route = options.route;
