@@ -1,5 +1,5 @@
 // Cold compile time, graph -> cubin, of gelu_tanh(x + b) (a CPU benchmark:
-// usage: bench_compile [runs] [ptxas|nvjitlink]; default route otherwise;
+// usage: bench_compile [runs] [default|ptxas|nvjitlink] [tune];
 // no GPU needed). Each run compiles from scratch (compiler::compileGraph
 // bypasses the in-process kernel registry). Prints the median and the median
 // of each stage over the runs after the first (which pays one-time LLVM and
@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "kiln/compiler/compile.h"
@@ -18,11 +19,15 @@ using namespace kiln;
 
 int main(int argc, char** argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 21;
+  // bench_compile RUNS ROUTE tune: also keep freed memory in the process
+  // (compiler::tuneAllocatorForCompilation) to see what page faults cost.
+  bool tuned = argc > 3 && std::string(argv[3]) == "tune" && compiler::tuneAllocatorForCompilation();
   compiler::CompileOptions opts;
   // What kiln::compile builds up front: the vectorized entry (the scalar
   // entry is built on the first launch with an unaligned pointer).
   opts.variants = compiler::EntryVariants::VectorOnly;
-  if (argc > 2) opts.route = std::string(argv[2]) == "nvjitlink" ? compiler::CubinRoute::NvJitLink : compiler::CubinRoute::Ptxas;
+  if (argc > 2 && std::string(argv[2]) != "default")
+    opts.route = std::string(argv[2]) == "nvjitlink" ? compiler::CubinRoute::NvJitLink : compiler::CubinRoute::Ptxas;
   std::vector<double> totals;
   std::map<std::string, std::vector<double>> stages;
   double first = 0;
@@ -45,8 +50,9 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  std::printf("cold compile gelu_tanh(x + b), graph -> cubin (%s): median %.2f ms over %zu runs (first run %.1f ms)\n",
-              std::string(compiler::routeName(opts.route)).c_str(), median(totals), totals.size(), first);
+  std::printf("cold compile gelu_tanh(x + b), graph -> cubin (%s%s): median %.2f ms over %zu runs (first run %.1f ms)\n",
+              std::string(compiler::routeName(opts.route)).c_str(), tuned ? ", allocator tuned" : "", median(totals),
+              totals.size(), first);
   for (const auto& [name, v] : stages) std::printf("  %-16s %.2f ms\n", name.c_str(), median(v));
   return 0;
 }

@@ -11,6 +11,9 @@
 #include <map>
 #include <sstream>
 
+#include <malloc.h>
+
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "kiln/compiler/compile.h"
@@ -94,7 +97,22 @@ void applyOverride(PointwiseConfig& c, const std::string& text) {
 
 }  // namespace
 
+bool tuneAllocatorForCompilation() {
+#if defined(__GLIBC__)
+  bool ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
+  ok = mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1 && ok;
+  return ok;
+#else
+  return false;
+#endif
+}
+
 CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
+  static std::once_flag envTuning;
+  std::call_once(envTuning, [] {
+    const char* env = std::getenv("KILN_TUNE_MALLOC");
+    if (env && std::string(env) == "1") tuneAllocatorForCompilation();
+  });
   CompiledGraph out;
   auto t0 = Clock::now();
   out.graphText = printGraph(graph);

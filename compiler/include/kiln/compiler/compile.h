@@ -96,6 +96,15 @@ struct CompiledGraph {
   std::string explain;    // the plan, kernel by kernel, with reasons
 };
 
+// Keeps freed heap memory in the process (glibc: large allocations from the
+// heap instead of fresh mmaps, no trimming below 256 MiB of slack), so that
+// repeated compiles do not page-fault the same memory in again: on the 2-core
+// development VM this cut a cold compile from 32 to 23 ms (docs/
+// benchmarks.md). It changes the allocator for the whole process, so kiln
+// never does it on its own: call it, or set KILN_TUNE_MALLOC=1, in a program
+// that compiles many kernels. Returns false where unsupported.
+KILN_COMPILER_API bool tuneAllocatorForCompilation();
+
 // Compiles every kernel of the graph. kiln::Error names what cannot be
 // compiled and why.
 KILN_COMPILER_API CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options = {});
