@@ -10,6 +10,10 @@
 // shape. Broadcasts and views are strided gathers (gatherStrided) driven by an
 // incrementing multi-index; reductions first gather the reduced axes
 // innermost so that each output element reduces one contiguous row.
+//
+// This file is the evaluator proper; the per-element op semantics live in
+// element_semantics.h and the host tensors, random inputs and shape
+// resolution in host_tensor.cpp.
 #include "kiln/dsl/reference.h"
 
 #include <fmt/format.h>
@@ -17,20 +21,35 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <set>
 
+#include "element_semantics.h"
 #include "kiln/dsl/ops.h"
 
 namespace kiln {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::accurateSum;
+using detail::binaryFloat;
+using detail::binaryInt;
+using detail::compare;
+using detail::floatToInt;
+using detail::fmaFloat;
+using detail::fmaInt;
+using detail::isComparison;
+using detail::kInf;
+using detail::kNaN;
+using detail::predicateFloat;
+using detail::predicateInt;
+using detail::truthOf;
+using detail::unaryFloat;
+using detail::unaryInt;
+using detail::wrapAdd;
+using detail::wrapMul;
+using detail::wrapToDType;
 
-// ------------------------------------------------------------ scalar helpers
+// ------------------------------------------------------------ shape helpers
 
 std::string dimsToString(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -63,169 +82,6 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t>& from,
   for (size_t d = 0; d < from.size(); ++d)
     s[offset + d] = (from[d] == 1 && to[offset + d] != 1) ? 0 : dense[d];
   return s;
-}
-
-// The integer value v as stored in `t`: i32 wraps modulo 2^32 (C++20
-// conversions are modular), bool is v != 0.
-int64_t wrapToDType(int64_t v, DType t) {
-  switch (t) {
-    case DType::I32: return static_cast<int32_t>(v);
-    case DType::Bool: return v != 0 ? 1 : 0;
-    default: return v;
-  }
-}
-
-// Two's-complement arithmetic without signed-overflow UB.
-int64_t wrapAdd(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-int64_t wrapSub(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
-}
-int64_t wrapMul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-}
-
-// A float converted to an integer dtype like a C cast: truncated toward zero,
-// then wrapped to the dtype (NaN and infinities give 0); bool is x != 0.
-int64_t floatToInt(double x, DType t) {
-  if (t == DType::Bool) return (x != 0.0 || std::isnan(x)) ? 1 : 0;
-  if (!std::isfinite(x)) return 0;
-  constexpr double k2to63 = 9223372036854775808.0;
-  constexpr double k2to64 = 18446744073709551616.0;
-  double m = std::fmod(std::trunc(x), k2to64);  // exact
-  if (m >= k2to63) m -= k2to64;                 // exact (Sterbenz)
-  else if (m < -k2to63) m += k2to64;
-  return wrapToDType(static_cast<int64_t>(m), t);
-}
-
-// Round half to even, independent of the floating-point environment.
-double roundHalfEven(double x) {
-  if (!std::isfinite(x)) return x;
-  double r = std::floor(x);
-  double frac = x - r;  // exact for |x| < 2^52; 0 beyond
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
-  return r == 0.0 ? std::copysign(0.0, x) : r;
-}
-
-// Exact integer power modulo 2^64; a negative exponent gives 0 unless the
-// base is 1 or -1 (as 1/b^|e| truncates).
-int64_t intPow(int64_t base, int64_t e) {
-  if (e < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (e % 2 == 0) ? 1 : -1;
-    return 0;
-  }
-  uint64_t result = 1, b = static_cast<uint64_t>(base);
-  for (uint64_t k = static_cast<uint64_t>(e); k; k >>= 1) {
-    if (k & 1) result *= b;
-    b *= b;
-  }
-  return static_cast<int64_t>(result);
-}
-
-// Python-style remainder (the result has the divisor's sign), as torch
-// computes it: fmod, then shift by b when the signs differ.
-double floatRemainder(double a, double b) {
-  double r = std::fmod(a, b);
-  if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b;
-  return r;
-}
-int64_t intRemainder(int64_t a, int64_t b) {
-  if (b == 0 || b == -1) return 0;  // x % 0 := 0 (torch raises); -1 avoids INT64_MIN UB
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-
-double unaryFloat(Op op, double x) {
-  switch (op) {
-    case Op::Neg: return -x;
-    case Op::Abs: return std::fabs(x);
-    case Op::Exp: return std::exp(x);
-    case Op::Exp2: return std::exp2(x);
-    case Op::Log: return std::log(x);
-    case Op::Log2: return std::log2(x);
-    case Op::Log1p: return std::log1p(x);
-    case Op::Expm1: return std::expm1(x);
-    case Op::Sqrt: return std::sqrt(x);
-    case Op::Rsqrt: return 1.0 / std::sqrt(x);
-    case Op::Reciprocal: return 1.0 / x;
-    case Op::Sin: return std::sin(x);
-    case Op::Cos: return std::cos(x);
-    case Op::Tanh: return std::tanh(x);
-    case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case Op::Erf: return std::erf(x);
-    case Op::Relu: return std::isnan(x) ? x : (x > 0.0 ? x : 0.0);
-    case Op::Floor: return std::floor(x);
-    case Op::Ceil: return std::ceil(x);
-    case Op::Round: return roundHalfEven(x);
-    default: break;
-  }
-  throw Error(fmt::format("reference: {} has no float evaluation", opName(op)));
-}
-
-int64_t unaryInt(Op op, int64_t x) {
-  switch (op) {
-    case Op::Neg: return wrapSub(0, x);
-    case Op::Abs: return x < 0 ? wrapSub(0, x) : x;
-    case Op::Relu: return x > 0 ? x : 0;
-    case Op::Floor:
-    case Op::Ceil:
-    case Op::Round: return x;
-    default: break;
-  }
-  throw Error(fmt::format("reference: {} has no integer evaluation", opName(op)));
-}
-
-double binaryFloat(Op op, double a, double b) {
-  switch (op) {
-    case Op::Add: return a + b;
-    case Op::Sub: return a - b;
-    case Op::Mul: return a * b;
-    case Op::Div: return a / b;
-    case Op::Pow: return std::pow(a, b);
-    case Op::Maximum: return (std::isnan(a) || std::isnan(b)) ? kNaN : (a > b ? a : b);
-    case Op::Minimum: return (std::isnan(a) || std::isnan(b)) ? kNaN : (a < b ? a : b);
-    case Op::Remainder: return floatRemainder(a, b);
-    default: break;
-  }
-  throw Error(fmt::format("reference: {} has no float evaluation", opName(op)));
-}
-
-int64_t binaryInt(Op op, int64_t a, int64_t b) {
-  switch (op) {
-    case Op::Add: return wrapAdd(a, b);
-    case Op::Sub: return wrapSub(a, b);
-    case Op::Mul: return wrapMul(a, b);
-    case Op::Pow: return intPow(a, b);
-    case Op::Maximum: return std::max(a, b);
-    case Op::Minimum: return std::min(a, b);
-    case Op::Remainder: return intRemainder(a, b);
-    default: break;
-  }
-  throw Error(fmt::format("reference: {} has no integer evaluation (it yields a float dtype)",
-                          opName(op)));
-}
-
-// Comparisons: NaN compares false, except ne.
-template <class T>
-bool compare(Op op, T a, T b) {
-  switch (op) {
-    case Op::Eq: return a == b;
-    case Op::Ne: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Le: return a <= b;
-    case Op::Gt: return a > b;
-    case Op::Ge: return a >= b;
-    default: break;
-  }
-  throw Error(fmt::format("reference: {} is not a comparison", opName(op)));
-}
-
-bool isComparison(Op op) {
-  return op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt ||
-         op == Op::Ge;
 }
 
 // ------------------------------------------------------------ strided access
@@ -534,7 +390,7 @@ const std::vector<int64_t>& Evaluator::truthValues(int id, Scratch<int64_t>& scr
   std::vector<int64_t>& out = scratch.borrow(num);
   out.resize(num);
   if (holdsFloat(id)) {
-    for (size_t k = 0; k < num; ++k) out[k] = (vals_[id].f[k] != 0.0 || std::isnan(vals_[id].f[k]));
+    for (size_t k = 0; k < num; ++k) out[k] = truthOf(vals_[id].f[k]);
   } else {
     for (size_t k = 0; k < num; ++k) out[k] = vals_[id].i[k] != 0;
   }
@@ -597,13 +453,10 @@ void Evaluator::evalUnary(int id) {
     out.i.resize(num);
     if (holdsFloat(a)) {
       const std::vector<double>& x = vals_[a].f;
-      for (int64_t i = 0; i < num; ++i) {
-        double v = x[i];
-        out.i[i] = n.op == Op::IsNan ? std::isnan(v) : n.op == Op::IsInf ? std::isinf(v) : v == 0.0;
-      }
+      for (int64_t i = 0; i < num; ++i) out.i[i] = predicateFloat(n.op, x[i]);
     } else {
       const std::vector<int64_t>& x = vals_[a].i;
-      for (int64_t i = 0; i < num; ++i) out.i[i] = n.op == Op::LogicalNot ? x[i] == 0 : 0;
+      for (int64_t i = 0; i < num; ++i) out.i[i] = predicateInt(n.op, x[i]);
     }
     return;
   }
@@ -694,15 +547,14 @@ void Evaluator::evalTernary(int id) {
     Lane<double> y = lane(asDoubles(b, cb), b, id, sb);
     Lane<double> z = lane(asDoubles(c, cc), c, id, sd);
     out.f.resize(num);
-    for (int64_t i = 0; i < num; ++i) out.f[i] = std::fma(x[i], y[i], z[i]);
+    for (int64_t i = 0; i < num; ++i) out.f[i] = fmaFloat(x[i], y[i], z[i]);
   } else {
     Scratch<int64_t> sa(ipool_), sb(ipool_), sd(ipool_);
     Lane<int64_t> x = lane(asInts(a, id), a, id, sa);
     Lane<int64_t> y = lane(asInts(b, id), b, id, sb);
     Lane<int64_t> z = lane(asInts(c, id), c, id, sd);
     out.i.resize(num);
-    for (int64_t i = 0; i < num; ++i)
-      out.i[i] = wrapToDType(wrapAdd(wrapMul(x[i], y[i]), z[i]), n.dtype);
+    for (int64_t i = 0; i < num; ++i) out.i[i] = wrapToDType(fmaInt(x[i], y[i], z[i]), n.dtype);
   }
 }
 
@@ -728,21 +580,6 @@ void Evaluator::evalCast(int id) {
     out.i.resize(num);
     for (int64_t i = 0; i < num; ++i) out.i[i] = wrapToDType(x[i], n.dtype);
   }
-}
-
-// Compensated (Neumaier) summation: within about an ulp of the exact sum
-// however long the row, so the oracle's own rounding error never shows in a
-// comparison. With an infinity or NaN in the row the compensation term is
-// meaningless and the plain sum is the answer.
-double accurateSum(const double* p, int64_t n) {
-  double sum = 0.0, comp = 0.0;
-  for (int64_t k = 0; k < n; ++k) {
-    double t = sum + p[k];
-    comp += std::fabs(sum) >= std::fabs(p[k]) ? (sum - t) + p[k] : (p[k] - t) + sum;
-    sum = t;
-  }
-  double r = sum + comp;
-  return std::isfinite(r) ? r : sum;
 }
 
 // Reduces each contiguous row of `len` values of `rows` into out (float input).
@@ -968,188 +805,12 @@ void Evaluator::evalView(int id) {
   else gatherStrided(vals_[x].i, offset, strides, outShape, vals_[id].i);
 }
 
-// ------------------------------------------------------------ random fill
-
-// Uniform in [0, 1) from the top 53 bits: the same on every platform (unlike
-// std::uniform_real_distribution).
-double uniform01(std::mt19937_64& rng) {
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
-
-// Uniform integer in [0, n) for n > 0 (multiply-shift, no modulo bias to
-// speak of).
-uint64_t uniformBelow(std::mt19937_64& rng, uint64_t n) {
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(rng()) * n) >> 64);
-}
-
-// The largest value of float dtype t below the representable value r.
-double nextDown(double r, DType t) {
-  if (t == DType::F32) return std::nextafter(static_cast<float>(r), -INFINITY);
-  bool bf16 = t == DType::BF16;
-  uint16_t bits = bf16 ? doubleToBF16Bits(r) : doubleToF16Bits(r);
-  if ((bits & 0x7FFF) == 0) bits = 0x8001;   // ±0: the smallest negative subnormal
-  else if (bits & 0x8000) bits += 1;         // negative: larger magnitude
-  else bits -= 1;
-  return bf16 ? bf16BitsToDouble(bits) : f16BitsToDouble(bits);
-}
-
 }  // namespace
 
-// ------------------------------------------------------------ HostTensor
-
-HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
-    : dtype_(dtype), shape_(std::move(shape)) {
-  for (int64_t d : shape_)
-    if (d < 0)
-      throw Error(fmt::format("HostTensor: shape {} has a negative dim; expected sizes >= 0",
-                              dimsToString(shape_)));
-  numel_ = product(shape_);
-  data_.assign(static_cast<size_t>(numel_) * dtypeSize(dtype_), 0);
-}
-
-namespace {
-[[noreturn]] void outOfRange(int64_t i, int64_t numel) {
-  throw Error(fmt::format("HostTensor: index {} is out of range; expected [0, {})", i, numel));
-}
-template <class T>
-T load(const std::vector<uint8_t>& data, int64_t i) {
-  T v;
-  std::memcpy(&v, data.data() + i * sizeof(T), sizeof(T));
-  return v;
-}
-template <class T>
-void store(std::vector<uint8_t>& data, int64_t i, T v) {
-  std::memcpy(data.data() + i * sizeof(T), &v, sizeof(T));
-}
-}  // namespace
-
-double HostTensor::get(int64_t i) const {
-  if (i < 0 || i >= numel_) outOfRange(i, numel_);
-  switch (dtype_) {
-    case DType::Bool: return data_[i] != 0 ? 1.0 : 0.0;
-    case DType::I32: return load<int32_t>(data_, i);
-    case DType::I64: return static_cast<double>(load<int64_t>(data_, i));
-    case DType::F16: return f16BitsToDouble(load<uint16_t>(data_, i));
-    case DType::BF16: return bf16BitsToDouble(load<uint16_t>(data_, i));
-    case DType::F32: return load<float>(data_, i);
-  }
-  return 0.0;
-}
-
-void HostTensor::set(int64_t i, double v) {
-  if (i < 0 || i >= numel_) outOfRange(i, numel_);
-  switch (dtype_) {
-    case DType::Bool: data_[i] = (v != 0.0 || std::isnan(v)) ? 1 : 0; return;
-    case DType::I32: store<int32_t>(data_, i, static_cast<int32_t>(floatToInt(v, dtype_))); return;
-    case DType::I64: store<int64_t>(data_, i, floatToInt(v, dtype_)); return;
-    case DType::F16: store<uint16_t>(data_, i, doubleToF16Bits(v)); return;
-    case DType::BF16: store<uint16_t>(data_, i, doubleToBF16Bits(v)); return;
-    case DType::F32: store<float>(data_, i, static_cast<float>(v)); return;
-  }
-}
-
-int64_t HostTensor::getInt(int64_t i) const {
-  if (i < 0 || i >= numel_) outOfRange(i, numel_);
-  switch (dtype_) {
-    case DType::Bool: return data_[i] != 0 ? 1 : 0;
-    case DType::I32: return load<int32_t>(data_, i);
-    case DType::I64: return load<int64_t>(data_, i);
-    default: return floatToInt(get(i), DType::I64);
-  }
-}
-
-void HostTensor::setInt(int64_t i, int64_t v) {
-  if (i < 0 || i >= numel_) outOfRange(i, numel_);
-  switch (dtype_) {
-    case DType::Bool: data_[i] = v != 0 ? 1 : 0; return;
-    case DType::I32: store<int32_t>(data_, i, static_cast<int32_t>(v)); return;
-    case DType::I64: store<int64_t>(data_, i, v); return;
-    default: set(i, static_cast<double>(v)); return;  // correctly rounded, see evalCast
-  }
-}
-
-void HostTensor::fillRandom(std::mt19937_64& rng, double lo, double hi) {
-  switch (dtypeCategory(dtype_)) {
-    case DTypeCategory::Bool:
-      for (int64_t i = 0; i < numel_; ++i) data_[i] = static_cast<uint8_t>(rng() >> 63);
-      return;
-    case DTypeCategory::Integer: {
-      // The integers in [lo, hi): ceil(lo) .. ceil(hi) - 1.
-      int64_t first = static_cast<int64_t>(std::ceil(lo));
-      int64_t span = static_cast<int64_t>(std::ceil(hi)) - first;
-      for (int64_t i = 0; i < numel_; ++i)
-        setInt(i, span > 0 ? first + static_cast<int64_t>(uniformBelow(rng, span)) : first);
-      return;
-    }
-    case DTypeCategory::Float:
-      for (int64_t i = 0; i < numel_; ++i) {
-        double r = roundToDType(lo + (hi - lo) * uniform01(rng), dtype_);
-        // Rounding to a narrow dtype may land on hi; keep the range half-open.
-        while (r >= hi && hi > lo) r = nextDown(r, dtype_);
-        set(i, r);
-      }
-      return;
-  }
-}
-
-void HostTensor::fillBytes(uint8_t byte) { std::fill(data_.begin(), data_.end(), byte); }
-
-// ------------------------------------------------------------ entry points
-
-std::vector<int64_t> resolveShape(const Shape& s, const DimBindings& dims) {
-  std::vector<int64_t> out;
-  out.reserve(s.size());
-  for (const Dim& d : s) {
-    if (d.isStatic()) {
-      out.push_back(d.size);
-      continue;
-    }
-    auto it = dims.find(d.name);
-    if (it == dims.end())
-      throw Error(fmt::format("dynamic dim '{}' of shape {} is not bound; expected a size for it",
-                              d.name, shapeToString(s)));
-    out.push_back(it->second);
-  }
-  return out;
-}
+// ------------------------------------------------------------ entry point
 
 std::vector<EvalOutput> evaluate(const Graph& g, const EvalInputs& inputs) {
   return Evaluator(g, inputs).run();
-}
-
-EvalInputs randomInputs(const Graph& g, const DimBindings& dims, uint64_t seed,
-                        const InputRanges& ranges) {
-  for (const auto& [name, range] : ranges) {
-    bool known = false;
-    for (int id : g.params()) known = known || g.node(id).name == name;
-    if (!known)
-      throw Error(fmt::format("randomInputs: a range is given for '{}', which is not a parameter "
-                              "of the graph",
-                              name));
-  }
-  EvalInputs in;
-  in.dims = dims;
-  std::mt19937_64 rng(seed);
-  for (int id : g.params()) {
-    const Node& n = g.node(id);
-    // Defaults: tensors in [-1, 1) (ints [0, 8)); float scalars in
-    // [0.5, 1), int scalars in [1, 8) (a step count, say, is never 0).
-    std::pair<double, double> range;
-    if (n.op == Op::Input) range = isFloat(n.dtype) ? std::pair{-1.0, 1.0} : std::pair{0.0, 8.0};
-    else range = isFloat(n.dtype) ? std::pair{0.5, 1.0} : std::pair{1.0, 8.0};
-    if (auto it = ranges.find(n.name); it != ranges.end()) range = it->second;
-
-    if (n.op == Op::Input) {
-      HostTensor t(n.dtype, resolveShape(n.shape, dims));
-      t.fillRandom(rng, range.first, range.second);
-      in.tensors.emplace(n.name, std::move(t));
-    } else {
-      HostTensor one(n.dtype, {});
-      one.fillRandom(rng, range.first, range.second);
-      in.scalars[n.name] = one.get(0);
-    }
-  }
-  return in;
 }
 
 }  // namespace kiln
