@@ -457,6 +457,9 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   for (const std::string& d : dims_) dimArg_[d] = addArg("i64", "");
   for (int id : scalars_) argOf_[id] = addArg(computeType(g_.node(id).dtype), "");
 
+  const std::string header = "    gpu.func @" + entry + "(" + sig +
+                             ") kernel attributes {known_block_size = array<i32: " + std::to_string(cfg_.threads) +
+                             ", 1, 1>} {\n";
   const int64_t chunk = static_cast<int64_t>(cfg_.threads) * cfg_.unroll * vector_;
   // Block / thread ids and the chunk loop.
   auto idxCast = [&](const std::string& v) { return pre.assign("arith.index_cast " + v + " : index to " + it()); };
@@ -534,9 +537,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
     }
     body.dedent();
     body.line("}");
-    std::string fn = "    gpu.func @" + entry + "(" + sig + ") kernel attributes {known_block_size = array<i32: " +
-                     std::to_string(cfg_.threads) + ", 1, 1>} {\n";
-    return finishKernel(fn, pre, body);
+    return finishKernel(header, pre, body);
   }
   std::string cend = body.assign("arith.addi " + cbase + ", " + chunkC + " : " + it());
   std::string full = body.assign("arith.cmpi ule, " + cend + ", " + numel + " : " + it());
@@ -598,9 +599,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   body.dedent();
   body.line("}");
 
-  std::string fn = "    gpu.func @" + entry + "(" + sig + ") kernel attributes {known_block_size = array<i32: " +
-                   std::to_string(cfg_.threads) + ", 1, 1>} {\n";
-  return finishKernel(fn, pre, body);
+  return finishKernel(header, pre, body);
 }
 
 // Splices the function header, the entry-block values and the body.

@@ -22,18 +22,8 @@ using detail::floatToInt;
 
 // ------------------------------------------------------------ helpers
 
-// Shape formatting and element counts (reference.cpp keeps its own copies
-// of these two small helpers).
-
-std::string dimsToString(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-int64_t product(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+using detail::dimsToString;
+using detail::product;
 
 // ------------------------------------------------------------ random fill
 

@@ -51,15 +51,8 @@ using detail::wrapToDType;
 
 // ------------------------------------------------------------ shape helpers
 
-std::string dimsToString(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-int64_t product(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+using detail::dimsToString;
+using detail::product;
 
 // Row-major strides of a dense tensor of `shape`.
 std::vector<int64_t> denseStrides(const std::vector<int64_t>& shape) {
