@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace kiln::cli {
 
@@ -45,6 +46,22 @@ Args parseArgs(int argc, char** argv, int first, const std::vector<std::string>&
     } else {
       a.positional.push_back(s);
     }
+  }
+  return a;
+}
+
+std::optional<Args> parseFileCommand(int argc, char** argv, const char* help,
+                                     const std::vector<std::string>& takesValue, int& rc) {
+  Args a = parseArgs(argc, argv, 1, takesValue);
+  if (a.has("help")) {
+    std::fputs(help, stdout);
+    rc = 0;
+    return std::nullopt;
+  }
+  if (a.positional.size() != 1) {
+    std::fputs(help, stderr);
+    rc = 2;
+    return std::nullopt;
   }
   return a;
 }

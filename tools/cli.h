@@ -23,6 +23,11 @@ struct Args {
 // "--name=value" and "--name value"; `takesValue` lists those.
 Args parseArgs(int argc, char** argv, int first, const std::vector<std::string>& takesValue);
 
+// Parses a subcommand that takes exactly one FILE. Returns nullopt when the
+// command is done already: --help printed (rc 0) or usage printed (rc 2).
+std::optional<Args> parseFileCommand(int argc, char** argv, const char* help,
+                                     const std::vector<std::string>& takesValue, int& rc);
+
 // "--dim N=4096" values into bindings (kiln::Error on a malformed one).
 DimBindings parseDims(const std::vector<std::string>& specs);
 

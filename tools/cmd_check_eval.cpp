@@ -27,30 +27,20 @@ const char* kEvalHelp =
     "                        e.g. --range exp_avg_sq=0:1 --range targets=0:32768\n";
 
 int runCheck(int argc, char** argv) {
-  Args a = parseArgs(argc, argv, 1, {});
-  if (a.has("help")) {
-    std::fputs(kCheckHelp, stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1) {
-    std::fputs(kCheckHelp, stderr);
-    return 2;
-  }
+  int rc = 0;
+  std::optional<Args> parsed = parseFileCommand(argc, argv, kCheckHelp, {}, rc);
+  if (!parsed) return rc;
+  const Args& a = *parsed;
   Graph g = parseGraphFile(a.positional[0]);
   std::fputs(printGraph(g).c_str(), stdout);
   return 0;
 }
 
 int runEval(int argc, char** argv) {
-  Args a = parseArgs(argc, argv, 1, {"dim", "seed", "range"});
-  if (a.has("help")) {
-    std::fputs(kEvalHelp, stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1) {
-    std::fputs(kEvalHelp, stderr);
-    return 2;
-  }
+  int rc = 0;
+  std::optional<Args> parsed = parseFileCommand(argc, argv, kEvalHelp, {"dim", "seed", "range"}, rc);
+  if (!parsed) return rc;
+  const Args& a = *parsed;
   Graph g = parseGraphFile(a.positional[0]);
   DimBindings dims = parseDims(a.all("dim"));
   uint64_t seed = 0;

@@ -32,15 +32,10 @@ const char* kCompileHelp =
     "using kiln, to standard error.\n";
 
 int runCompile(int argc, char** argv) {
-  Args a = parseArgs(argc, argv, 1, {"dim", "emit", "chip"});
-  if (a.has("help")) {
-    std::fputs(kCompileHelp, stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1) {
-    std::fputs(kCompileHelp, stderr);
-    return 2;
-  }
+  int rc = 0;
+  std::optional<Args> parsed = parseFileCommand(argc, argv, kCompileHelp, {"dim", "emit", "chip"}, rc);
+  if (!parsed) return rc;
+  const Args& a = *parsed;
   Graph g = parseGraphFile(a.positional[0]);
   DimBindings dims = parseDims(a.all("dim"));
   std::vector<std::pair<std::string, int64_t>> bind(dims.begin(), dims.end());

@@ -65,7 +65,12 @@ struct Access {
 class PointwiseEmitter {
  public:
   PointwiseEmitter(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& cfg)
-      : g_(g), group_(group), cfg_(cfg), out_(group.shape), rank_(static_cast<int>(group.shape.size())) {}
+      : g_(g),
+        group_(group),
+        cfg_(cfg),
+        out_(group.shape),
+        outStrides_(rowMajorStrides(group.shape)),
+        rank_(static_cast<int>(group.shape.size())) {}
 
   PointwiseKernel run(const std::string& name, EntryVariants variants);
 
@@ -101,6 +106,7 @@ class PointwiseEmitter {
   const PointwiseGroup& group_;
   PointwiseConfig cfg_;
   Shape out_;
+  std::vector<Poly> outStrides_;  // row-major strides of the output
   int rank_;
   bool index32_ = true;
   int vector_ = 1;
@@ -177,9 +183,8 @@ Access PointwiseEmitter::accessOf(int inputNode, const Shape& viewShape, const F
 }
 
 bool PointwiseEmitter::isFlat(const Access& a) const {
-  std::vector<Poly> rm = rowMajorStrides(out_);
   for (int k = 0; k < rank_; ++k)
-    if (!(a.strides[k] == rm[k]) && !(isUnit(out_[k]))) return false;
+    if (!(a.strides[k] == outStrides_[k]) && !(isUnit(out_[k]))) return false;
   return true;
 }
 
