@@ -1,5 +1,5 @@
 // The compile pipeline, one short list of stages per kernel:
-//   plan (fusion groups) → heuristic config → emit MLIR text → parse →
+//   plan (kernels, planner.h) → heuristic config → emit MLIR text → parse →
 //   lower to PTX (MLIR NVVM target, libdevice) → cubin (ptxas child process)
 // KILN_DUMP=graph,mlir,ptx[,all] prints those stages of every kernel compiled
 // by a running program to stderr.
@@ -18,7 +18,9 @@
 
 #include "kiln/compiler/compile.h"
 #include "kiln/dsl/text.h"
+#include "planner.h"
 #include "pointwise.h"
+#include "row_reduction.h"
 
 namespace kiln::compiler {
 
@@ -37,38 +39,6 @@ bool dumpEnabled(const std::string& stage) {
 void dump(const std::string& stage, const std::string& kernel, const std::string& text) {
   if (!dumpEnabled(stage)) return;
   std::fprintf(stderr, "// ----- KILN_DUMP %s: %s -----\n%s\n", stage.c_str(), kernel.c_str(), text.c_str());
-}
-
-// The fusion plan. Today every live node must be pointwise; outputs of one
-// shape share a kernel.
-std::vector<PointwiseGroup> plan(const Graph& g, std::string& explain) {
-  for (int id : g.canonicalOrder()) {
-    const Node& n = g.node(id);
-    if (!isPointwiseOp(n.op))
-      throw Error("kiln: compile: the graph uses '" + std::string(opName(n.op)) + "' (" +
-                  typeToString(n.dtype, n.shape) +
-                  "), which no schedule compiles yet: kiln compiles elementwise, broadcast, cast and view ops "
-                  "today; reductions and matmul come with their schedules");
-  }
-  if (g.outputs().empty()) throw Error("kiln: compile: the graph has no outputs; mark results with Graph::output");
-  std::vector<PointwiseGroup> groups;
-  for (size_t o = 0; o < g.outputs().size(); ++o) {
-    const Shape& s = g.node(g.outputs()[o].node).shape;
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const PointwiseGroup& gr) { return gr.shape == s; });
-    if (it == groups.end()) groups.push_back({{static_cast<int>(o)}, s});
-    else it->outputs.push_back(static_cast<int>(o));
-  }
-  std::ostringstream why;
-  for (size_t i = 0; i < groups.size(); ++i) {
-    why << "kernel " << i << ": pointwise over " << shapeToString(groups[i].shape) << ", outputs";
-    for (int o : groups[i].outputs) why << " " << g.outputs()[o].name;
-    if (groups.size() > 1)
-      why << (i == 0 ? " (outputs of different shapes need different iteration spaces: one kernel per shape)"
-                     : "");
-    why << "\n";
-  }
-  explain = why.str();
-  return groups;
 }
 
 void applyOverride(PointwiseConfig& c, const std::string& text) {
@@ -119,23 +89,44 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
   double printMs = msSince(t0);
   dump("graph", "graph", out.graphText);
   auto tPlan = Clock::now();
-  std::vector<PointwiseGroup> groups = plan(graph, out.explain);
+  Plan plan = planGraph(graph);
+  out.explain = plan.explain;
+  out.workspace = plan.workspace;
   double planMs = msSince(tPlan) + printMs;
+  const size_t numKernels = plan.kernels.size();
 
-  for (size_t i = 0; i < groups.size(); ++i) {
+  for (size_t i = 0; i < numKernels; ++i) {
+    const KernelPlan& kp = plan.kernels[i];
     auto tk = Clock::now();
-    std::string name = "kiln_pointwise" + std::to_string(i);
-    PointwiseConfig cfg = pointwiseHeuristic(graph, groups[i], options);
-    applyOverride(cfg, options.configOverride);
-    PointwiseKernel pk = emitPointwise(graph, groups[i], cfg, name, options.variants);
-    CompiledKernel k = std::move(pk.kernel);
-    k.why = "pointwise group " + std::to_string(i) + " of " + std::to_string(groups.size());
-    k.stages.push_back({"plan", planMs / groups.size()});
+    std::string name;
+    std::string mlir;
+    CompiledKernel k;
+    if (kp.kind == KernelPlan::Kind::Pointwise) {
+      name = "kiln_pointwise" + std::to_string(i);
+      PointwiseGroup group;
+      for (size_t o = 0; o < kp.graph.outputs().size(); ++o) group.outputs.push_back(static_cast<int>(o));
+      group.shape = kp.graph.node(kp.graph.outputs()[0].node).shape;
+      PointwiseConfig cfg = pointwiseHeuristic(kp.graph, group, options);
+      applyOverride(cfg, options.configOverride);
+      PointwiseKernel pk = emitPointwise(kp.graph, group, cfg, name, options.variants);
+      k = std::move(pk.kernel);
+      mlir = std::move(mlir);
+    } else {
+      name = "kiln_row" + std::to_string(i);
+      RowConfig cfg = rowHeuristic(kp.graph, options);
+      applyRowOverride(cfg, options.rowConfigOverride);
+      RowKernel rk = emitRowReduction(kp.graph, cfg, name, options.variants);
+      k = std::move(rk.kernel);
+      mlir = std::move(rk.mlir);
+    }
+    for (KernelTensor& t : k.tensors) t.workspace = kp.workspaceNames.count(t.name) > 0;
+    k.why = kp.why;
+    k.stages.push_back({"plan", planMs / numKernels});
     k.stages.push_back({"emit", msSince(tk)});
-    dump("mlir", name, pk.mlir);
+    dump("mlir", name, mlir);
 
     auto tp = Clock::now();
-    GpuModule module = GpuModule::parse(pk.mlir);
+    GpuModule module = GpuModule::parse(mlir);
     k.stages.push_back({"mlir-parse", msSince(tp)});
     PtxOptions po;
     po.chip = options.chip;
@@ -156,10 +147,10 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     for (const KernelEntry& e : k.entries)
       if (const ResourceReport* r = cubin.kernel(e.name)) k.resources.push_back(*r);
     if (options.keepText) {
-      k.mlir = std::move(pk.mlir);
+      k.mlir = std::move(mlir);
       k.ptx = std::move(ptx.ptx);
     }
-    k.compileMs = msSince(tk) + planMs / groups.size();
+    k.compileMs = msSince(tk) + planMs / numKernels;
     out.kernels.push_back(std::move(k));
   }
   return out;

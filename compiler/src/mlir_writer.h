@@ -36,6 +36,8 @@ class MlirWriter {
     line(v + " = " + rhs);
     return v;
   }
+  // Appends text written by a sibling writer (already indented).
+  void append(const std::string& text) { text_ += text; }
   void indent() { ++indent_; }
   void setIndent(int i) { indent_ = i; }
   int indentLevel() const { return indent_; }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "element_emitter.h"
+#include "frames.h"
 #include "poly.h"
 
 namespace kiln::compiler {
@@ -23,45 +24,6 @@ std::string PointwiseConfig::json() const {
 
 namespace {
 
-// How one dim of a node's index follows the kernel's output index:
-// idx = off + coeff * out[src], or the constant off when src < 0.
-struct Axis {
-  int src = -1;
-  int64_t coeff = 0;
-  int64_t off = 0;
-  bool operator==(const Axis&) const = default;
-};
-using Frame = std::vector<Axis>;
-
-std::string frameKey(const Frame& f) {
-  std::string k;
-  for (const Axis& a : f) k += std::to_string(a.src) + "," + std::to_string(a.coeff) + "," + std::to_string(a.off) + ";";
-  return k;
-}
-
-bool isUnit(const Dim& d) { return d.isStatic() && d.size == 1; }
-
-// The frame of an operand broadcast into a consumer of shape `consumer`.
-Frame broadcastFrame(const Frame& consumerFrame, const Shape& consumer, const Shape& operand) {
-  Frame f(operand.size());
-  size_t off = consumer.size() - operand.size();
-  for (size_t j = 0; j < operand.size(); ++j)
-    f[j] = (isUnit(operand[j]) && !isUnit(consumer[j + off])) ? Axis{} : consumerFrame[j + off];
-  return f;
-}
-
-// An input read through a frame: offset = base + sum_k strides[k] * out[k].
-struct Access {
-  int node = -1;  // the Input node
-  std::vector<Poly> strides;  // per output dim
-  Poly base;
-  std::string key() const {
-    std::string k = std::to_string(node) + ":" + base.str();
-    for (const Poly& p : strides) k += "|" + p.str();
-    return k;
-  }
-};
-
 class PointwiseEmitter {
  public:
   PointwiseEmitter(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& cfg)
@@ -77,9 +39,13 @@ class PointwiseEmitter {
  private:
   // ---- analysis
   void collect(int node, const Frame& frame);
-  Access accessOf(int inputNode, const Shape& viewShape, const Frame& frame) const;
+  Access accessOf(int inputNode, const Shape& viewShape, const Frame& frame) const {
+    return compiler::accessOf(inputNode, viewShape, frame, rank_);
+  }
   uint64_t maskOf(int node, const Frame& frame);
-  Frame operandFrame(const Node& n, size_t operand, const Frame& frame) const;
+  Frame operandFrame(const Node& n, size_t operand, const Frame& frame) const {
+    return compiler::operandFrame(g_, n, operand, frame);
+  }
   bool isFlat(const Access& a) const;
   bool isInvariant(const Access& a) const { return std::all_of(a.strides.begin(), a.strides.end(), [](const Poly& p) { return p.isZero(); }); }
 
@@ -127,60 +93,6 @@ class PointwiseEmitter {
   std::map<std::string, std::string> dimArg_;
   std::map<std::string, int> accessClass_;  // 0 gather, 1 vector, 2 splat
 };
-
-Frame PointwiseEmitter::operandFrame(const Node& n, size_t operand, const Frame& frame) const {
-  const Node& x = g_.node(n.inputs[operand]);
-  switch (n.op) {
-    case Op::Permute: {
-      Frame f(x.shape.size());
-      for (size_t k = 0; k < n.axes.size(); ++k) f[n.axes[k]] = frame[k];
-      return f;
-    }
-    case Op::Slice: {
-      Frame f = frame;
-      Axis& a = f[n.axis];
-      a.coeff *= n.step;
-      a.off = a.off * n.step + n.start;
-      return f;
-    }
-    case Op::Reshape: {
-      // Only reshapes that add or drop unit dims map dim to dim; the
-      // planner sends the others through accessOf (a reshaped input).
-      Frame f(x.shape.size());
-      size_t j = 0;
-      for (size_t k = 0; k < n.shape.size(); ++k) {
-        if (isUnit(n.shape[k])) continue;
-        while (j < x.shape.size() && isUnit(x.shape[j])) ++j;
-        f[j++] = frame[k];
-      }
-      return f;
-    }
-    default:  // elementwise operands and expand broadcast
-      return broadcastFrame(frame, n.shape, x.shape);
-  }
-}
-
-bool unitReshape(const Node& n, const Node& x) {
-  Shape a, b;
-  for (const Dim& d : n.shape)
-    if (!isUnit(d)) a.push_back(d);
-  for (const Dim& d : x.shape)
-    if (!isUnit(d)) b.push_back(d);
-  return a == b;
-}
-
-Access PointwiseEmitter::accessOf(int inputNode, const Shape& viewShape, const Frame& frame) const {
-  Access a;
-  a.node = inputNode;
-  a.strides.assign(rank_, Poly());
-  std::vector<Poly> rm = rowMajorStrides(viewShape);
-  for (size_t j = 0; j < viewShape.size(); ++j) {
-    const Axis& ax = frame[j];
-    a.base = a.base + rm[j] * ax.off;
-    if (ax.src >= 0) a.strides[ax.src] = a.strides[ax.src] + rm[j] * ax.coeff;
-  }
-  return a;
-}
 
 bool PointwiseEmitter::isFlat(const Access& a) const {
   for (int k = 0; k < rank_; ++k)
@@ -702,13 +614,13 @@ PointwiseKernel PointwiseEmitter::run(const std::string& name, EntryVariants var
     if (vector > 1)
       for (const auto& [key, a] : accesses_)
         if (a.node == id && vecClass[key] == 1) align = std::min(16, vector * dtypeSize(n.dtype));
-    k.tensors.push_back({n.name, n.dtype, n.shape, false, align});
+    k.tensors.push_back({n.name, n.dtype, n.shape, false, false, align});
   }
   for (int o : group_.outputs) {
     const GraphOutput& go = g_.outputs()[o];
     const Node& n = g_.node(go.node);
     bool hasVector = vector > 1 && variants != EntryVariants::ScalarOnly;
-    k.tensors.push_back({go.name, n.dtype, n.shape, true, hasVector ? std::min(16, vector * dtypeSize(n.dtype)) : 0});
+    k.tensors.push_back({go.name, n.dtype, n.shape, true, false, hasVector ? std::min(16, vector * dtypeSize(n.dtype)) : 0});
   }
   k.dims = dims_;
   for (int id : scalars_) k.scalars.push_back({g_.node(id).name, g_.node(id).dtype});

@@ -23,6 +23,11 @@ struct KernelTensor {
   DType dtype = DType::F32;
   Shape shape;          // with the graph's dynamic dims
   bool output = false;
+  // An intermediate between two kernels of the graph (not a graph input or
+  // output): the launcher places it in a workspace it owns, sized from the
+  // dims at launch (see CompiledGraph::workspace). Written by the kernel
+  // where `output` is true, read by later kernels where it is false.
+  bool workspace = false;
   int alignment = 0;    // bytes the vectorized variant needs (0: none)
 };
 
@@ -47,12 +52,12 @@ struct LaunchGeometry {
   int64_t elementsPerBlock = 256;
   Shape iterShape;
   int64_t maxBlocks = 0;
-  int sharedBytes = 0;
+  int sharedBytes = 0;     // dynamic shared memory per block
 };
 
 struct CompiledKernel {
   std::string name;        // base name, also the prefix of the entries
-  std::string schedule;    // "pointwise"
+  std::string schedule;    // "pointwise", "row_reduction"
   std::string config;      // the schedule's config as a JSON object
   std::string why;         // one line: why this kernel exists / its group
   std::vector<KernelTensor> tensors;
@@ -88,11 +93,18 @@ struct CompileOptions {
   // kernel's config (e.g. {"unroll": 2}); what tuning and benchmarks use.
   // Unknown keys are an error.
   std::string configOverride;
+  // The same for row-reduction kernels (keys: threads_per_row, threads,
+  // vector, persistent, unroll).
+  std::string rowConfigOverride;
 };
 
 struct CompiledGraph {
   std::string graphText;  // canonical text of the compiled graph
   std::vector<CompiledKernel> kernels;  // in launch order
+  // Intermediates materialized between kernels, in first-written order
+  // (name, dtype, shape with the graph's dynamic dims; `workspace` set).
+  // Each is written by one kernel before any later kernel reads it.
+  std::vector<KernelTensor> workspace;
   std::string explain;    // the plan, kernel by kernel, with reasons
 };
 

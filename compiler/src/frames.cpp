@@ -1,0 +1,87 @@
+#include "frames.h"
+
+namespace kiln::compiler {
+
+std::string frameKey(const Frame& f) {
+  std::string k;
+  for (const Axis& a : f) k += std::to_string(a.src) + "," + std::to_string(a.coeff) + "," + std::to_string(a.off) + ";";
+  return k;
+}
+
+Frame identityFrame(int rank) {
+  Frame f(static_cast<size_t>(rank));
+  for (int k = 0; k < rank; ++k) f[k] = Axis{k, 1, 0};
+  return f;
+}
+
+bool isUnit(const Dim& d) { return d.isStatic() && d.size == 1; }
+
+Frame broadcastFrame(const Frame& consumerFrame, const Shape& consumer, const Shape& operand) {
+  Frame f(operand.size());
+  size_t off = consumer.size() - operand.size();
+  for (size_t j = 0; j < operand.size(); ++j)
+    f[j] = (isUnit(operand[j]) && !isUnit(consumer[j + off])) ? Axis{} : consumerFrame[j + off];
+  return f;
+}
+
+Frame operandFrame(const Graph& g, const Node& n, size_t operand, const Frame& frame) {
+  const Node& x = g.node(n.inputs[operand]);
+  switch (n.op) {
+    case Op::Permute: {
+      Frame f(x.shape.size());
+      for (size_t k = 0; k < n.axes.size(); ++k) f[n.axes[k]] = frame[k];
+      return f;
+    }
+    case Op::Slice: {
+      Frame f = frame;
+      Axis& a = f[n.axis];
+      a.coeff *= n.step;
+      a.off = a.off * n.step + n.start;
+      return f;
+    }
+    case Op::Reshape: {
+      // Only reshapes that add or drop unit dims map dim to dim; schedules
+      // read other reshapes of inputs through accessOf (a reshaped input).
+      Frame f(x.shape.size());
+      size_t j = 0;
+      for (size_t k = 0; k < n.shape.size(); ++k) {
+        if (isUnit(n.shape[k])) continue;
+        while (j < x.shape.size() && isUnit(x.shape[j])) ++j;
+        f[j++] = frame[k];
+      }
+      return f;
+    }
+    default:  // elementwise operands and expand broadcast
+      return broadcastFrame(frame, n.shape, x.shape);
+  }
+}
+
+bool unitReshape(const Node& n, const Node& x) {
+  Shape a, b;
+  for (const Dim& d : n.shape)
+    if (!isUnit(d)) a.push_back(d);
+  for (const Dim& d : x.shape)
+    if (!isUnit(d)) b.push_back(d);
+  return a == b;
+}
+
+std::string Access::key() const {
+  std::string k = std::to_string(node) + ":" + base.str();
+  for (const Poly& p : strides) k += "|" + p.str();
+  return k;
+}
+
+Access accessOf(int inputNode, const Shape& viewShape, const Frame& frame, int rank) {
+  Access a;
+  a.node = inputNode;
+  a.strides.assign(static_cast<size_t>(rank), Poly());
+  std::vector<Poly> rm = rowMajorStrides(viewShape);
+  for (size_t j = 0; j < viewShape.size(); ++j) {
+    const Axis& ax = frame[j];
+    a.base = a.base + rm[j] * ax.off;
+    if (ax.src >= 0) a.strides[ax.src] = a.strides[ax.src] + rm[j] * ax.coeff;
+  }
+  return a;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,48 @@
+// Internal: how a node's elements line up with a kernel's iteration space.
+// A Frame maps each axis of a node to an axis of the kernel's domain
+// (idx = off + coeff * domain[src], or the constant off where the node is
+// broadcast), so that views (permute, slice, unit reshapes) and broadcasts
+// fold into affine index math instead of being materialized. An Access is
+// an input read through a frame: offset = base + sum_k strides[k] * idx_k.
+// Shared by every schedule that reads graph inputs (pointwise, row
+// reduction).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/dsl/graph.h"
+#include "poly.h"
+
+namespace kiln::compiler {
+
+struct Axis {
+  int src = -1;
+  int64_t coeff = 0;
+  int64_t off = 0;
+  bool operator==(const Axis&) const = default;
+};
+using Frame = std::vector<Axis>;
+
+std::string frameKey(const Frame& f);
+// The frame of a node of the domain's own shape: axis k is domain axis k.
+Frame identityFrame(int rank);
+bool isUnit(const Dim& d);
+// The frame of an operand broadcast into a consumer of shape `consumer`.
+Frame broadcastFrame(const Frame& consumerFrame, const Shape& consumer, const Shape& operand);
+// The frame of operand `operand` of `n` when `n` is seen through `frame`.
+Frame operandFrame(const Graph& g, const Node& n, size_t operand, const Frame& frame);
+// A reshape that only adds or drops unit dims (maps dim to dim).
+bool unitReshape(const Node& n, const Node& x);
+
+struct Access {
+  int node = -1;              // the Input node
+  std::vector<Poly> strides;  // per domain axis
+  Poly base;
+  std::string key() const;
+};
+// `inputNode` (contiguous row-major) read as a tensor of `viewShape` through
+// `frame`, in a domain of `rank` axes.
+Access accessOf(int inputNode, const Shape& viewShape, const Frame& frame, int rank);
+
+}  // namespace kiln::compiler

@@ -1,0 +1,462 @@
+#include "planner.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "frames.h"
+
+namespace kiln::compiler {
+
+namespace {
+
+bool isReduction(Op op) { return opClass(op) == OpClass::Reduction; }
+
+// A reduction already in the form the row schedule takes: over the last
+// axis of an operand of rank >= 1.
+bool innerForm(const Graph& g, const Node& n) {
+  const Node& x = g.node(n.inputs[0]);
+  return x.rank() >= 1 && n.axes.size() == 1 && n.axes[0] == x.rank() - 1;
+}
+
+}  // namespace
+
+Graph normalizeReductions(const Graph& g) {
+  Graph ng;
+  std::map<int, int> map;
+  for (int id : g.canonicalOrder()) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Input) {
+      map[id] = ng.input(n.name, n.dtype, n.shape).id();
+      continue;
+    }
+    if (n.op == Op::Scalar) {
+      map[id] = ng.scalar(n.name, n.dtype).id();
+      continue;
+    }
+    Node c = n;
+    for (int& i : c.inputs) i = map.at(i);
+    if (!isReduction(n.op) || innerForm(g, n)) {
+      map[id] = ng.addNode(std::move(c));
+      continue;
+    }
+    // Rewrite: operand → permute (kept axes first, reduced axes last) →
+    // reshape (merge the reduced axes) → reduce the last axis → reshape to
+    // the original result shape.
+    const Node& x = g.node(n.inputs[0]);
+    int cur = map.at(n.inputs[0]);
+    Shape kept, reducedDims;
+    std::vector<int64_t> perm;
+    for (int a = 0; a < x.rank(); ++a)
+      if (!std::count(n.axes.begin(), n.axes.end(), a)) {
+        perm.push_back(a);
+        kept.push_back(x.shape[a]);
+      }
+    for (int64_t a : n.axes) {
+      perm.push_back(a);
+      reducedDims.push_back(x.shape[a]);
+    }
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+    if (!identity) {
+      Node p;
+      p.op = Op::Permute;
+      p.dtype = x.dtype;
+      p.axes = perm;
+      for (int64_t a : perm) p.shape.push_back(x.shape[a]);
+      p.inputs = {cur};
+      cur = ng.addNode(std::move(p));
+    }
+    if (reducedDims.size() != 1) {
+      int64_t len = 1;
+      for (const Dim& d : reducedDims) {
+        if (d.isDynamic())
+          throw Error("kiln: compile: " + std::string(opName(n.op)) + " over several axes including the dynamic dim '" +
+                      d.name + "' of " + typeToString(x.dtype, x.shape) +
+                      " cannot be compiled yet: reduce one axis at a time, or bind the dim");
+        len *= d.size;
+      }
+      Node r;
+      r.op = Op::Reshape;
+      r.dtype = x.dtype;
+      r.shape = kept;
+      r.shape.push_back(Dim(len));
+      r.inputs = {cur};
+      cur = ng.addNode(std::move(r));
+    }
+    Node red = n;
+    red.inputs = {cur};
+    red.axes = {static_cast<int64_t>(kept.size())};
+    red.keepdim = false;
+    red.shape = kept;
+    cur = ng.addNode(std::move(red));
+    if (!(kept == n.shape)) {
+      Node r;
+      r.op = Op::Reshape;
+      r.dtype = n.dtype;
+      r.shape = n.shape;
+      r.inputs = {cur};
+      cur = ng.addNode(std::move(r));
+    }
+    map[id] = cur;
+  }
+  for (const GraphOutput& o : g.outputs()) ng.output(o.name, ng.tensor(map.at(o.node)));
+  return ng;
+}
+
+namespace {
+
+struct KernelInfo {
+  KernelPlan::Kind kind;
+  Shape domain;          // row groups: the reductions' operand shape; pointwise: the shape
+  std::string key;       // pointwise: shape + stage
+  std::vector<int> roots;            // nodes computed and stored, in order
+  std::set<int> deps;                // kernels that must run first
+  std::vector<std::string> notes;    // why
+};
+
+class Planner {
+ public:
+  explicit Planner(const Graph& g) : g_(g) {
+    order_ = g.canonicalOrder();
+    for (size_t i = 0; i < order_.size(); ++i) pos_[order_[i]] = static_cast<int>(i);
+  }
+  Plan run();
+
+ private:
+  const std::set<int>& coneGroups(int id);
+  bool fits(int id, int kernel) const;
+  int ownerFor(int id, bool isOutput);
+  int pointwiseKernel(const Shape& s, const std::string& stage);
+  void cut(int id, int kernel, std::set<std::pair<int, int>>& seen);
+  void materialize(int id, int owner, int consumer, const std::string& reason);
+  bool sharesInput(int id, const Shape& domain);
+  std::set<int> inputsOf(int id);
+
+  const Graph& g_;
+  std::vector<int> order_;
+  std::map<int, int> pos_;
+  std::map<int, int> groupOf_;  // reduction node → kernel index
+  std::map<int, std::set<int>> cone_;
+  std::vector<KernelInfo> kernels_;
+  std::map<int, int> owner_;    // materialized node → kernel writing it
+  std::vector<int> materialized_;  // in first-materialized order
+  std::map<int, std::string> wsName_;
+  std::vector<std::pair<int, int>> work_;  // (root, kernel) to cut
+};
+
+// The row groups whose reductions a node's value needs (through elementwise
+// and view nodes; a reduction contributes its own group).
+const std::set<int>& Planner::coneGroups(int id) {
+  if (auto it = cone_.find(id); it != cone_.end()) return it->second;
+  std::set<int> s;
+  const Node& n = g_.node(id);
+  if (isReduction(n.op)) s.insert(groupOf_.at(id));
+  else
+    for (int i : n.inputs) {
+      const std::set<int>& c = coneGroups(i);
+      s.insert(c.begin(), c.end());
+    }
+  return cone_[id] = std::move(s);
+}
+
+// Whether kernel `k` (a row group) can compute and store node `id`: the
+// full domain shape, or one value per row (with or without the kept unit).
+bool Planner::fits(int id, int k) const {
+  const KernelInfo& ki = kernels_[k];
+  if (ki.kind != KernelPlan::Kind::RowReduction) return false;
+  const Shape& s = g_.node(id).shape;
+  const Shape& d = ki.domain;
+  if (s == d) return true;
+  Shape rows(d.begin(), d.end() - 1);
+  if (s == rows) return true;
+  rows.push_back(Dim(int64_t{1}));
+  return s == rows;
+}
+
+std::set<int> Planner::inputsOf(int id) {
+  std::set<int> out;
+  std::set<int> seen;
+  std::function<void(int)> walk = [&](int i) {
+    if (!seen.insert(i).second) return;
+    const Node& n = g_.node(i);
+    if (n.op == Op::Input) out.insert(i);
+    for (int j : n.inputs) walk(j);
+  };
+  walk(id);
+  return out;
+}
+
+bool Planner::sharesInput(int id, const Shape& domain) {
+  std::set<int> mine = inputsOf(id);
+  for (const auto& [red, k] : groupOf_) {
+    if (!(kernels_[k].domain == domain)) continue;
+    for (int i : inputsOf(red))
+      if (mine.count(i)) return true;
+  }
+  return false;
+}
+
+int Planner::pointwiseKernel(const Shape& s, const std::string& stage) {
+  std::string key = shapeToString(s) + "@" + stage;
+  for (size_t k = 0; k < kernels_.size(); ++k)
+    if (kernels_[k].kind == KernelPlan::Kind::Pointwise && kernels_[k].key == key) return static_cast<int>(k);
+  KernelInfo ki;
+  ki.kind = KernelPlan::Kind::Pointwise;
+  ki.domain = s;
+  ki.key = key;
+  kernels_.push_back(std::move(ki));
+  return static_cast<int>(kernels_.size()) - 1;
+}
+
+// The kernel that computes node `id` when it must be stored (an output, or
+// an intermediate another kernel reads).
+int Planner::ownerFor(int id, bool isOutput) {
+  const std::set<int>& gs = coneGroups(id);
+  const Node& n = g_.node(id);
+  if (gs.empty()) {
+    if (isOutput)
+      for (size_t k = 0; k < kernels_.size(); ++k)
+        if (kernels_[k].kind == KernelPlan::Kind::RowReduction && kernels_[k].domain == n.shape &&
+            sharesInput(id, n.shape))
+          return static_cast<int>(k);
+    return pointwiseKernel(n.shape, "pre");
+  }
+  int last = *gs.rbegin();
+  if (fits(id, last)) return last;
+  return pointwiseKernel(n.shape, "after" + std::to_string(last));
+}
+
+void Planner::materialize(int id, int owner, int consumer, const std::string& reason) {
+  if (!owner_.count(id)) {
+    owner_[id] = owner;
+    materialized_.push_back(id);
+    kernels_[owner].roots.push_back(id);
+    work_.push_back({id, owner});
+    std::string name = "kiln_ws" + std::to_string(wsName_.size());
+    wsName_[id] = name;
+    const Node& n = g_.node(id);
+    kernels_[consumer].notes.push_back(name + " (" + typeToString(n.dtype, n.shape) + ", the " +
+                                       std::string(opName(n.op)) + " node) is written by kernel {K" +
+                                       std::to_string(owner) + "} and read here: " + reason);
+  }
+  if (owner_.at(id) != consumer) kernels_[consumer].deps.insert(owner_.at(id));
+}
+
+// Walks what kernel `kernel` computes for node `id`, materializing the
+// values it cannot compute itself.
+void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
+  if (!seen.insert({id, kernel}).second) return;
+  const Node& n = g_.node(id);
+  if (n.op == Op::Input || n.op == Op::Scalar || n.op == Op::Constant || n.op == Op::Iota) return;
+  if (auto it = owner_.find(id); it != owner_.end() && it->second != kernel) {
+    kernels_[kernel].deps.insert(it->second);
+    return;
+  }
+  const KernelInfo& ki = kernels_[kernel];
+  if (isReduction(n.op)) {
+    if (groupOf_.at(id) == kernel) {
+      cut(n.inputs[0], kernel, seen);
+      return;
+    }
+  }
+  // A value needing reductions of other kernels: store it from the kernel
+  // that can compute it, as high up the expression as possible.
+  std::set<int> foreign = coneGroups(id);
+  foreign.erase(kernel);
+  if (!foreign.empty() && !coneGroups(id).count(kernel)) {
+    int owner = ownerFor(id, false);
+    if (owner != kernel) {
+      std::string reason =
+          ki.kind == KernelPlan::Kind::RowReduction
+              ? "this kernel reduces rows of " + shapeToString(ki.domain) + " and cannot also compute reductions over " +
+                    shapeToString(kernels_[*foreign.rbegin()].domain)
+              : "a pointwise kernel cannot compute reductions";
+      materialize(id, owner, kernel, reason);
+      return;
+    }
+  }
+  if (n.op == Op::Reshape) {
+    const Node& x = g_.node(n.inputs[0]);
+    if (!unitReshape(n, x) && x.op != Op::Input) {
+      int owner = ownerFor(n.inputs[0], false);
+      if (owner == kernel)
+        throw Error("kiln: compile: reshape " + typeToString(x.dtype, x.shape) + " -> " + shapeToString(n.shape) +
+                    " of a value computed in the same kernel cannot be compiled yet; reshape the graph's inputs instead");
+      materialize(n.inputs[0], owner, kernel,
+                  "a reshape that is not a unit reshape reads its operand from memory (" + shapeToString(x.shape) +
+                      " -> " + shapeToString(n.shape) + ")");
+      return;
+    }
+  }
+  for (int i : n.inputs) cut(i, kernel, seen);
+}
+
+Plan Planner::run() {
+  if (g_.outputs().empty()) throw Error("kiln: compile: the graph has no outputs; mark results with Graph::output");
+  for (int id : order_) {
+    const Node& n = g_.node(id);
+    if (n.op == Op::Matmul)
+      throw Error("kiln: compile: the graph uses 'matmul' (" + typeToString(n.dtype, n.shape) +
+                  "), which no schedule compiles yet: the matmul schedule comes with its own issue");
+  }
+  // 1. Row groups, in topological order of their first reduction.
+  for (int id : order_) {
+    const Node& n = g_.node(id);
+    if (!isReduction(n.op)) continue;
+    const Shape& domain = g_.node(n.inputs[0]).shape;
+    const std::set<int>& needs = coneGroups(n.inputs[0]);
+    int chosen = -1;
+    for (int k = static_cast<int>(kernels_.size()) - 1; k >= 0; --k) {
+      if (kernels_[k].kind != KernelPlan::Kind::RowReduction || !(kernels_[k].domain == domain)) continue;
+      bool ok = true;
+      for (int d : needs) ok = ok && (d == k || d < k);
+      if (ok) chosen = k;
+      break;
+    }
+    if (chosen < 0) {
+      KernelInfo ki;
+      ki.kind = KernelPlan::Kind::RowReduction;
+      ki.domain = domain;
+      kernels_.push_back(std::move(ki));
+      chosen = static_cast<int>(kernels_.size()) - 1;
+      if (!needs.empty())
+        kernels_[chosen].notes.push_back("its " + std::string(opName(n.op)) + " over rows of " +
+                                         shapeToString(domain) + " needs the results of kernel {K" +
+                                         std::to_string(*needs.rbegin()) + "}" +
+                                         " (a reduction of a reduction over other rows): a new kernel");
+    }
+    groupOf_[id] = chosen;
+  }
+  // 2. Outputs.
+  std::vector<int> outputKernel;
+  for (const GraphOutput& o : g_.outputs()) {
+    int k = ownerFor(o.node, true);
+    outputKernel.push_back(k);
+    if (std::find(kernels_[k].roots.begin(), kernels_[k].roots.end(), o.node) == kernels_[k].roots.end())
+      kernels_[k].roots.push_back(o.node);
+    work_.push_back({o.node, k});
+  }
+  // Every reduction must be computed by its group even if only another
+  // group's kernel consumes it (then through a materialized value).
+  std::set<std::pair<int, int>> seen;
+  while (!work_.empty()) {
+    auto [root, k] = work_.back();
+    work_.pop_back();
+    const Node& n = g_.node(root);
+    // The root itself is computed here.
+    if (isReduction(n.op) && groupOf_.at(root) == k) cut(n.inputs[0], k, seen);
+    else if (n.op == Op::Reshape && !unitReshape(n, g_.node(n.inputs[0])) && g_.node(n.inputs[0]).op != Op::Input) {
+      seen.erase({root, k});
+      cut(root, k, seen);
+    } else
+      for (int i : n.inputs) cut(i, k, seen);
+  }
+  // 3. Launch order: dependencies first, then creation order.
+  const int nk = static_cast<int>(kernels_.size());
+  std::vector<int> order, state(nk, 0);
+  std::function<void(int)> visit = [&](int k) {
+    if (state[k] == 2) return;
+    if (state[k] == 1)
+      throw Error("kiln: compile: the fusion plan has a cycle between kernels; this graph cannot be compiled yet "
+                  "(please report it with `kiln compile --emit=graph`)");
+    state[k] = 1;
+    for (int d : kernels_[k].deps) visit(d);
+    state[k] = 2;
+    order.push_back(k);
+  };
+  for (int k = 0; k < nk; ++k)
+    if (!kernels_[k].roots.empty()) visit(k);
+
+  // 4. Sub-graphs.
+  Plan plan;
+  std::map<int, int> launchIndex;
+  for (size_t i = 0; i < order.size(); ++i) launchIndex[order[i]] = static_cast<int>(i);
+  for (int m : materialized_) {
+    const Node& n = g_.node(m);
+    KernelTensor t;
+    t.name = wsName_.at(m);
+    t.dtype = n.dtype;
+    t.shape = n.shape;
+    t.workspace = true;
+    plan.workspace.push_back(t);
+  }
+  std::ostringstream why;
+  for (int k : order) {
+    const KernelInfo& ki = kernels_[k];
+    KernelPlan kp;
+    kp.kind = ki.kind;
+    Graph& sg = kp.graph;
+    std::map<int, int> map;
+    // Leaves in a stable order: graph params first (declaration order), then
+    // workspace reads (first-materialized order).
+    std::set<int> needed;
+    std::set<int> wsReads;
+    std::function<void(int, bool)> mark = [&](int id, bool root) {
+      if (!root) {
+        if (auto it = owner_.find(id); it != owner_.end() && it->second != k) {
+          wsReads.insert(id);
+          return;
+        }
+      }
+      if (!needed.insert(id).second) return;
+      for (int i : g_.node(id).inputs) mark(i, false);
+    };
+    for (int r : ki.roots) mark(r, true);
+    for (int p : g_.params())
+      if (needed.count(p)) {
+        const Node& n = g_.node(p);
+        map[p] = n.op == Op::Input ? sg.input(n.name, n.dtype, n.shape).id() : sg.scalar(n.name, n.dtype).id();
+      }
+    for (int m : materialized_)
+      if (wsReads.count(m)) {
+        const Node& n = g_.node(m);
+        map[m] = sg.input(wsName_.at(m), n.dtype, n.shape).id();
+        kp.workspaceNames.insert(wsName_.at(m));
+      }
+    for (int id : order_) {
+      if (!needed.count(id) || map.count(id)) continue;
+      Node c = g_.node(id);
+      for (int& i : c.inputs) i = map.at(i);
+      map[id] = sg.addNode(std::move(c));
+    }
+    // Outputs: graph outputs owned here (graph order), then workspace writes.
+    for (size_t o = 0; o < g_.outputs().size(); ++o)
+      if (outputKernel[o] == k) sg.output(g_.outputs()[o].name, sg.tensor(map.at(g_.outputs()[o].node)));
+    for (int m : materialized_)
+      if (owner_.at(m) == k) {
+        sg.output(wsName_.at(m), sg.tensor(map.at(m)));
+        kp.workspaceNames.insert(wsName_.at(m));
+      }
+    std::ostringstream w;
+    w << "kernel " << launchIndex[k] << ": "
+      << (ki.kind == KernelPlan::Kind::RowReduction ? "row reduction over rows of " : "pointwise over ")
+      << shapeToString(ki.domain) << ", writes";
+    for (const GraphOutput& o : sg.outputs()) w << " " << o.name;
+    for (std::string note : ki.notes) {
+      // Kernel references by launch index.
+      for (size_t at; (at = note.find("{K")) != std::string::npos;) {
+        size_t end = note.find('}', at);
+        int ref = std::stoi(note.substr(at + 2, end - at - 2));
+        note.replace(at, end - at + 1, std::to_string(launchIndex.count(ref) ? launchIndex[ref] : ref));
+      }
+      w << "; " << note;
+    }
+    kp.why = w.str();
+    why << kp.why << "\n";
+    plan.kernels.push_back(std::move(kp));
+  }
+  plan.explain = why.str();
+  return plan;
+}
+
+}  // namespace
+
+Plan planGraph(const Graph& g) {
+  Graph ng = normalizeReductions(g);
+  Planner p(ng);
+  return p.run();
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,1324 @@
+#include "row_reduction.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "element_emitter.h"
+#include "frames.h"
+#include "poly.h"
+
+namespace kiln::compiler {
+
+std::string RowConfig::json() const {
+  return "{\"threads_per_row\": " + std::to_string(threadsPerRow) + ", \"threads\": " + std::to_string(threads) +
+         ", \"vector\": " + std::to_string(vector) + ", \"persistent\": " + (persistent ? "1" : "0") +
+         ", \"unroll\": " + std::to_string(unroll) + "}";
+}
+
+namespace {
+
+bool isReduction(Op op) { return opClass(op) == OpClass::Reduction; }
+bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// The domain of a row sub-graph: the operand shape of its reductions.
+Shape domainOf(const Graph& g) {
+  for (int id : g.canonicalOrder())
+    if (isReduction(g.node(id).op)) return g.node(g.node(id).inputs[0]).shape;
+  throw Error("kiln: internal: a row-reduction kernel without a reduction");
+}
+
+enum class AccKind { Sum, Prod, Max, Min, ArgMax, ArgMin, Welford, Lse };
+
+// One accumulator: what a thread carries along its share of a row.
+struct Acc {
+  AccKind kind = AccKind::Sum;
+  int node = -1;     // the reduction node (Lse: the sum)
+  int maxNode = -1;  // Lse: the paired max
+  int operand = -1;  // reduced node, seen through the identity frame
+  DType type = DType::F32;  // the accumulation dtype (compute type of it)
+  int level = 0;
+  std::vector<std::string> types;  // MLIR types of the components
+};
+
+class RowEmitter {
+ public:
+  RowEmitter(const Graph& g, const RowConfig& cfg) : g_(g), cfg_(cfg), dom_(domainOf(g)), k_(static_cast<int>(dom_.size())) {}
+  RowKernel run(const std::string& name, EntryVariants variants);
+
+ private:
+  // ---- analysis
+  void collect(int id, const Frame& f);
+  int levelNeeded(int id);
+  uint64_t maskOf(int id, const Frame& f);
+  bool colDep(int id, const Frame& f) { return (maskOf(id, f) >> (k_ - 1)) & 1; }
+  void buildAccumulators();
+
+  // ---- emission
+  struct Ctx {
+    MlirWriter* w = nullptr;
+    std::map<std::string, std::string>* memo = nullptr;
+    std::vector<std::string> cols;   // per slot: the column of lane 0 (i32)
+  };
+  std::string emitEntry(const std::string& entry, int vector);
+  std::string value(Ctx& c, int id, const Frame& f, int slot, int lane);
+  std::string rowValue(int id, const Frame& f);
+  std::string loadElement(Ctx& c, const Access& a, DType dt, int slot, int lane);
+  std::string rowLoad(const Access& a, DType dt);
+  std::string rowPtr(const Access& a, DType dt);
+  std::string leadIndex(int axis);  // i64 index of leading domain axis `axis` for this row
+  std::string poly(const Poly& p);  // i64, in the entry block
+  bool vectorAccess(const Access& a) const;
+
+  // accumulators
+  std::vector<std::string> identity(MlirWriter& w, const Acc& a);
+  std::vector<std::string> accumulate(MlirWriter& w, const Acc& a, const std::vector<std::string>& s,
+                                      const std::vector<std::string>& xs, const std::vector<std::string>& cols,
+                                      const std::string& valid);
+  std::vector<std::string> merge(MlirWriter& w, const Acc& a, const std::vector<std::string>& x,
+                                 const std::vector<std::string>& y);
+  std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<std::string> s, int& slot);
+  void finalize(MlirWriter& w, const Acc& a, const std::vector<std::string>& s);
+  std::string shuffleXor(MlirWriter& w, const std::string& v, const std::string& type, int offset);
+  std::string expF32(MlirWriter& w, const std::string& x);
+  std::string scaleFor(MlirWriter& w, const std::string& mOld, const std::string& mNew);
+  std::string argBetter(MlirWriter& w, const Acc& a, const std::string& v, const std::string& i, const std::string& bv,
+                        const std::string& bi);
+  std::string nAsF32(MlirWriter& w);
+
+  // level passes
+  void levelPersistent(int level, int chunks, const std::vector<std::string>& valid);
+  void levelLooped(int level);
+  std::vector<std::vector<std::string>> loopOver(
+      const std::vector<std::vector<std::string>>& init, const std::vector<std::string>& types,
+      const std::function<std::vector<std::vector<std::string>>(Ctx&, const std::vector<std::vector<std::string>>&, int)>& body);
+  void storeFull(Ctx& c, int slot, const std::string& valid);
+
+  const Graph& g_;
+  RowConfig cfg_;
+  Shape dom_;
+  int k_;
+  int vector_ = 1;
+  ElementOptions elementOptions_;
+
+  std::vector<int> inputs_, scalars_;
+  std::vector<std::string> dims_;
+  std::map<std::string, Access> accesses_;
+  std::map<std::string, uint64_t> masks_;
+  std::set<std::string> seen_;
+  std::map<int, int> level_;  // reduction node → level
+  std::vector<Acc> accs_;
+  int maxLevel_ = -1;
+  std::vector<int> fullOutputs_, rowOutputs_;  // indices into g_.outputs()
+
+  // per entry
+  MlirWriter* pre_ = nullptr;
+  MlirWriter* row_ = nullptr;
+  std::map<std::string, std::string> preMemo_, rowMemo_, elemMemo_;
+  std::map<int, std::string> argOf_;
+  std::map<std::string, std::string> dimArg_;
+  std::vector<std::string> outPtr_;
+  std::map<int, std::string> rowValue_;  // reduction node → its value for this row
+  std::string r_, t_, lane32_, warp_, smem_, tV_;  // row (i64), thread in row, lane, warp in row (i32)
+  int smemSlots_ = 0;
+  Ctx persistentCtx_;
+};
+
+// ------------------------------------------------------------- analysis
+
+uint64_t RowEmitter::maskOf(int id, const Frame& f) {
+  std::string key = std::to_string(id) + "@" + frameKey(f);
+  if (auto it = masks_.find(key); it != masks_.end()) return it->second;
+  const Node& n = g_.node(id);
+  uint64_t m = 0;
+  auto accessMask = [&](const Access& a) {
+    uint64_t r = 0;
+    for (int k = 0; k < k_; ++k)
+      if (!a.strides[k].isZero()) r |= uint64_t{1} << k;
+    return r;
+  };
+  if (n.op == Op::Input) {
+    m = accessMask(accessOf(id, n.shape, f, k_));
+  } else if (n.op == Op::Reshape && g_.node(n.inputs[0]).op == Op::Input && !unitReshape(n, g_.node(n.inputs[0]))) {
+    m = accessMask(accessOf(n.inputs[0], n.shape, f, k_));
+  } else if (n.op == Op::Iota) {
+    const Axis& a = f[n.axis];
+    if (a.src >= 0 && a.coeff != 0) m = uint64_t{1} << a.src;
+  } else if (isReduction(n.op)) {
+    m = (uint64_t{1} << (k_ - 1)) - 1;  // one value per row
+  } else {
+    for (size_t i = 0; i < n.inputs.size(); ++i) m |= maskOf(n.inputs[i], operandFrame(g_, n, i, f));
+  }
+  masks_[key] = m;
+  return m;
+}
+
+void RowEmitter::collect(int id, const Frame& f) {
+  std::string key = std::to_string(id) + "@" + frameKey(f);
+  if (!seen_.insert(key).second) return;
+  const Node& n = g_.node(id);
+  auto noteInput = [&](int input, const Shape& view) {
+    if (std::find(inputs_.begin(), inputs_.end(), input) == inputs_.end()) inputs_.push_back(input);
+    Access a = accessOf(input, view, f, k_);
+    accesses_[a.key()] = a;
+  };
+  switch (n.op) {
+    case Op::Input:
+      noteInput(id, n.shape);
+      return;
+    case Op::Scalar:
+      if (std::find(scalars_.begin(), scalars_.end(), id) == scalars_.end()) scalars_.push_back(id);
+      return;
+    case Op::Constant:
+    case Op::Iota:
+      return;
+    case Op::Matmul:
+      throw Error("kiln: internal: matmul reached the row-reduction schedule");
+    case Op::Reshape: {
+      const Node& x = g_.node(n.inputs[0]);
+      if (unitReshape(n, x)) break;
+      if (x.op == Op::Input) {
+        noteInput(n.inputs[0], n.shape);
+        return;
+      }
+      throw Error("kiln: internal: reshape of a computed value reached the row-reduction schedule");
+    }
+    default:
+      break;
+  }
+  if (isReduction(n.op)) {
+    // The result must be read at its own row: kept axis j is domain axis j.
+    const Node& x = g_.node(n.inputs[0]);
+    bool ok = x.shape == dom_;
+    for (int j = 0; ok && j + 1 < k_; ++j) ok = f[j] == Axis{j, 1, 0} || isUnit(dom_[j]);
+    if (ok && n.keepdim) ok = f[k_ - 1].src < 0 || isUnit(dom_[k_ - 1]);
+    if (!ok)
+      throw Error("kiln: compile: the " + std::string(opName(n.op)) + " result " + typeToString(n.dtype, n.shape) +
+                  " is read at other rows than its own (through a view) inside its kernel; this cannot be fused yet");
+    collect(n.inputs[0], identityFrame(k_));
+    return;
+  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) collect(n.inputs[i], operandFrame(g_, n, i, f));
+}
+
+// The highest reduction level a node's value needs (-1: none).
+int RowEmitter::levelNeeded(int id) {
+  const Node& n = g_.node(id);
+  if (isReduction(n.op)) {
+    if (auto it = level_.find(id); it != level_.end()) return it->second;
+    int l = levelNeeded(n.inputs[0]) + 1;
+    level_[id] = l;
+    return l;
+  }
+  int l = -1;
+  for (int i : n.inputs) l = std::max(l, levelNeeded(i));
+  return l;
+}
+
+void RowEmitter::buildAccumulators() {
+  std::vector<int> reds;
+  for (int id : g_.canonicalOrder())
+    if (isReduction(g_.node(id).op)) {
+      // every live reduction (collect visited it with some frame)
+      bool live = false;
+      for (const std::string& s : seen_) live = live || s.rfind(std::to_string(id) + "@", 0) == 0;
+      if (live) reds.push_back(id);
+    }
+  for (int id : reds) maxLevel_ = std::max(maxLevel_, levelNeeded(id));
+  // Looped form: sum(exp(a - max(a))) pairs with its max into one online
+  // pass (the running sum is rescaled when the max grows).
+  std::map<int, int> lsePartner;  // sum node → max node
+  if (!cfg_.persistent) {
+    for (int id : reds) {
+      const Node& s = g_.node(id);
+      if (s.op != Op::Sum) continue;
+      const Node& e = g_.node(s.inputs[0]);
+      if (e.op != Op::Exp || e.dtype != DType::F32) continue;
+      const Node& d = g_.node(e.inputs[0]);
+      if (d.op != Op::Sub) continue;
+      const Node& m = g_.node(d.inputs[1]);
+      if (m.op != Op::Max || !m.keepdim || m.inputs[0] != d.inputs[0] || m.dtype != DType::F32) continue;
+      lsePartner[id] = d.inputs[1];
+    }
+  }
+  std::set<int> pairedMax;
+  for (const auto& [s, m] : lsePartner) pairedMax.insert(m);
+  for (int id : reds) {
+    const Node& n = g_.node(id);
+    const Node& x = g_.node(n.inputs[0]);
+    Acc a;
+    a.node = id;
+    a.operand = n.inputs[0];
+    a.level = level_.at(id);
+    if (pairedMax.count(id)) {
+      // accumulated with its sum; a max may pair with several sums, keep the first
+      bool taken = false;
+      for (const Acc& b : accs_) taken = taken || (b.kind == AccKind::Lse && b.maxNode == id);
+      if (taken) continue;
+      continue;
+    }
+    switch (n.op) {
+      case Op::Sum:
+      case Op::Mean:
+        a.kind = AccKind::Sum;
+        a.type = n.dtype;
+        break;
+      case Op::Prod:
+        a.kind = AccKind::Prod;
+        a.type = n.dtype;
+        break;
+      case Op::Max:
+        a.kind = AccKind::Max;
+        a.type = n.dtype;
+        break;
+      case Op::Min:
+        a.kind = AccKind::Min;
+        a.type = n.dtype;
+        break;
+      case Op::ArgMax:
+      case Op::ArgMin:
+        a.kind = n.op == Op::ArgMax ? AccKind::ArgMax : AccKind::ArgMin;
+        a.type = x.dtype;
+        break;
+      case Op::Var:
+      case Op::Std:
+        a.kind = AccKind::Welford;
+        a.type = DType::F32;
+        break;
+      default:
+        throw Error("kiln: internal: reduction " + std::string(opName(n.op)));
+    }
+    if (auto it = lsePartner.find(id); it != lsePartner.end()) {
+      a.kind = AccKind::Lse;
+      a.maxNode = it->second;
+      a.operand = g_.node(it->second).inputs[0];
+      a.level = level_.at(it->second);
+      a.type = DType::F32;
+    }
+    std::string ct = computeType(a.type);
+    switch (a.kind) {
+      case AccKind::ArgMax:
+      case AccKind::ArgMin:
+        a.types = {ct, "i32"};
+        break;
+      case AccKind::Welford:
+        a.types = {"f32", "f32", "f32"};  // count, mean, M2
+        break;
+      case AccKind::Lse:
+        a.types = {"f32", "f32"};  // running max, rescaled sum
+        break;
+      default:
+        a.types = {ct};
+    }
+    accs_.push_back(a);
+  }
+  // A paired max's level is its sum's level; levels may now have gaps.
+  for (const Acc& a : accs_)
+    if (a.kind == AccKind::Lse) level_[a.node] = a.level;
+}
+
+// ------------------------------------------------------------- emission helpers
+
+std::string RowEmitter::poly(const Poly& p) {
+  std::string key = "poly:" + p.str();
+  if (auto it = preMemo_.find(key); it != preMemo_.end()) return it->second;
+  std::string acc;
+  for (const Monomial& m : p.terms()) {
+    std::string term = pre_->integer(m.coeff, "i64");
+    for (const std::string& d : m.dims) term = pre_->assign("arith.muli " + term + ", " + dimArg_.at(d) + " : i64");
+    acc = acc.empty() ? term : pre_->assign("arith.addi " + acc + ", " + term + " : i64");
+  }
+  if (acc.empty()) acc = pre_->integer(0, "i64");
+  preMemo_[key] = acc;
+  return acc;
+}
+
+std::string RowEmitter::leadIndex(int axis) {
+  std::string key = "lead:" + std::to_string(axis);
+  if (auto it = rowMemo_.find(key); it != rowMemo_.end()) return it->second;
+  // r = flat index over the leading axes; idx_axis = (r / prod(L[axis+1..])) % L[axis]
+  Poly below = Poly::constant(1);
+  for (int j = axis + 1; j + 1 < k_; ++j) below = below * Poly::of(dom_[j]);
+  std::string v = r_;
+  if (!(below == Poly::constant(1))) v = row_->assign("arith.divui " + v + ", " + poly(below) + " : i64");
+  if (axis > 0) v = row_->assign("arith.remui " + v + ", " + poly(Poly::of(dom_[axis])) + " : i64");
+  rowMemo_[key] = v;
+  return v;
+}
+
+std::string RowEmitter::rowPtr(const Access& a, DType dt) {
+  std::string key = "rowptr:" + a.key();
+  if (auto it = rowMemo_.find(key); it != rowMemo_.end()) return it->second;
+  std::string off;
+  if (!a.base.isZero()) off = poly(a.base);
+  for (int j = 0; j + 1 < k_; ++j) {
+    if (a.strides[j].isZero() || isUnit(dom_[j])) continue;
+    std::string term = row_->assign("arith.muli " + leadIndex(j) + ", " + poly(a.strides[j]) + " : i64");
+    off = off.empty() ? term : row_->assign("arith.addi " + off + ", " + term + " : i64");
+  }
+  std::string p = argOf_.at(a.node);
+  if (!off.empty())
+    p = row_->assign("llvm.getelementptr inbounds " + p + "[" + off + "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " +
+                     storageType(dt));
+  rowMemo_[key] = p;
+  return p;
+}
+
+std::string RowEmitter::rowLoad(const Access& a, DType dt) {
+  std::string key = "rowload:" + a.key();
+  if (auto it = rowMemo_.find(key); it != rowMemo_.end()) return it->second;
+  std::string p = rowPtr(a, dt);
+  std::string raw = row_->assign("llvm.load " + p + " {alignment = " + std::to_string(dtypeSize(dt)) +
+                                 " : i64, invariant} : !llvm.ptr<1> -> " + storageType(dt));
+  std::string v = loadConvert(*row_, raw, dt);
+  rowMemo_[key] = v;
+  return v;
+}
+
+bool RowEmitter::vectorAccess(const Access& a) const {
+  if (vector_ <= 1 || !(a.strides[k_ - 1] == Poly::constant(1)) || !a.base.divisibleBy(vector_)) return false;
+  for (int j = 0; j + 1 < k_; ++j)
+    if (!a.strides[j].divisibleBy(vector_)) return false;
+  return true;
+}
+
+std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot, int lane) {
+  const std::string st = storageType(dt);
+  std::string p = rowPtr(a, dt);
+  MlirWriter& w = *c.w;
+  if (vectorAccess(a)) {
+    std::string vkey = "vload:" + a.key() + ":" + std::to_string(slot);
+    std::string vec;
+    if (auto it = c.memo->find(vkey); it != c.memo->end()) {
+      vec = it->second;
+    } else {
+      std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + c.cols[slot] +
+                               "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
+      int align = std::min(16, vector_ * dtypeSize(dt));
+      vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) +
+                     " : i64, invariant} : !llvm.ptr<1> -> vector<" + std::to_string(vector_) + "x" + st + ">");
+      (*c.memo)[vkey] = vec;
+    }
+    std::string e = w.assign("llvm.extractelement " + vec + "[" + w.integer(lane, "i32") + " : i32] : vector<" +
+                             std::to_string(vector_) + "x" + st + ">");
+    return loadConvert(w, e, dt);
+  }
+  std::string col = c.cols[slot];
+  if (lane) col = w.assign("arith.addi " + col + ", " + w.integer(lane, "i32") + " : i32");
+  std::string off = w.assign("arith.extui " + col + " : i32 to i64");
+  if (!(a.strides[k_ - 1] == Poly::constant(1)))
+    off = w.assign("arith.muli " + off + ", " + poly(a.strides[k_ - 1]) + " : i64");
+  std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + off + "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
+  std::string raw = w.assign("llvm.load " + q + " {alignment = " + std::to_string(dtypeSize(dt)) +
+                             " : i64, invariant} : !llvm.ptr<1> -> " + st);
+  return loadConvert(w, raw, dt);
+}
+
+// A value that does not depend on the column: computed once per row.
+std::string RowEmitter::rowValue(int id, const Frame& f) {
+  Ctx c;
+  c.w = row_;
+  c.memo = &rowMemo_;
+  return value(c, id, f, -1, 0);
+}
+
+std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane) {
+  const Node& n = g_.node(id);
+  uint64_t mask = maskOf(id, f);
+  const bool col = (mask >> (k_ - 1)) & 1;
+  if (slot >= 0 && !col) return rowValue(id, f);
+  const bool global = mask == 0 && !isReduction(n.op) && levelNeeded(id) < 0;
+  std::string key = std::to_string(id) + "@" + frameKey(f) + "#" + std::to_string(slot) + "." + std::to_string(lane);
+  std::map<std::string, std::string>& memo = global ? preMemo_ : *c.memo;
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  MlirWriter* saved = c.w;
+  if (global) c.w = pre_;
+  MlirWriter& w = *c.w;
+  std::string v;
+  switch (n.op) {
+    case Op::Input: {
+      Access a = accessOf(id, n.shape, f, k_);
+      v = col ? loadElement(c, a, n.dtype, slot, lane) : rowLoad(a, n.dtype);
+      break;
+    }
+    case Op::Scalar:
+      v = argOf_.at(id);
+      break;
+    case Op::Constant:
+      v = emitConstant(w, n);
+      break;
+    case Op::Iota: {
+      const Axis& a = f[n.axis];
+      std::string idx;
+      if (a.src < 0 || a.coeff == 0) {
+        idx = w.integer(a.off, "i64");
+      } else {
+        std::string base;
+        if (a.src == k_ - 1) {
+          base = c.cols[slot];
+          if (lane) base = w.assign("arith.addi " + base + ", " + w.integer(lane, "i32") + " : i32");
+          base = w.assign("arith.extui " + base + " : i32 to i64");
+        } else {
+          base = leadIndex(a.src);
+        }
+        idx = w.assign("arith.muli " + base + ", " + w.integer(a.coeff, "i64") + " : i64");
+        if (a.off) idx = w.assign("arith.addi " + idx + ", " + w.integer(a.off, "i64") + " : i64");
+      }
+      v = convertValue(w, idx, DType::I64, n.dtype);
+      break;
+    }
+    case Op::Reshape:
+    case Op::Expand:
+    case Op::Permute:
+    case Op::Slice: {
+      const Node& x = g_.node(n.inputs[0]);
+      if (n.op == Op::Reshape && x.op == Op::Input && !unitReshape(n, x)) {
+        Access a = accessOf(n.inputs[0], n.shape, f, k_);
+        v = col ? loadElement(c, a, x.dtype, slot, lane) : rowLoad(a, x.dtype);
+      } else {
+        v = value(c, n.inputs[0], operandFrame(g_, n, 0, f), slot, lane);
+      }
+      break;
+    }
+    default:
+      if (isReduction(n.op)) {
+        auto it = rowValue_.find(id);
+        if (it == rowValue_.end()) throw Error("kiln: internal: reduction used before its level was computed");
+        v = it->second;
+        break;
+      }
+      {
+        std::vector<std::string> ops;
+        for (size_t i = 0; i < n.inputs.size(); ++i) ops.push_back(value(c, n.inputs[i], operandFrame(g_, n, i, f), slot, lane));
+        v = emitElementwise(w, g_, n, ops, elementOptions_);
+      }
+      break;
+  }
+  c.w = saved;
+  memo[key] = v;
+  return v;
+}
+
+// ------------------------------------------------------------- accumulators
+
+std::string RowEmitter::expF32(MlirWriter& w, const std::string& x) {
+  return w.assign("math.exp " + x + (elementOptions_.approxTranscendentals ? " fastmath<afn>" : "") + " : f32");
+}
+
+// exp(mOld - mNew), exactly 1 when equal (so -inf - -inf is not NaN).
+std::string RowEmitter::scaleFor(MlirWriter& w, const std::string& mOld, const std::string& mNew) {
+  std::string same = w.assign("arith.cmpf oeq, " + mOld + ", " + mNew + " : f32");
+  std::string d = w.assign("arith.subf " + mOld + ", " + mNew + " : f32");
+  return w.assign("arith.select " + same + ", " + w.f32(1.0) + ", " + expF32(w, d) + " : f32");
+}
+
+std::string RowEmitter::nAsF32(MlirWriter& w) {
+  const Dim& d = dom_[k_ - 1];
+  if (d.isStatic()) return w.f32(static_cast<double>(d.size));
+  return w.assign("arith.uitofp " + dimArg_.at(d.name) + " : i64 to f32");
+}
+
+std::vector<std::string> RowEmitter::identity(MlirWriter& w, const Acc& a) {
+  const std::string ct = computeType(a.type);
+  const bool fl = ct == "f32";
+  auto extreme = [&](bool lowest) -> std::string {
+    if (fl) return w.f32(lowest ? -INFINITY : INFINITY);
+    if (ct == "i1") return w.boolean(!lowest);
+    int64_t v = ct == "i32" ? (lowest ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max())
+                            : (lowest ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+    return w.integer(v, ct);
+  };
+  switch (a.kind) {
+    case AccKind::Sum:
+      return {fl ? w.f32(0.0) : w.integer(0, ct)};
+    case AccKind::Prod:
+      return {fl ? w.f32(1.0) : w.integer(1, ct)};
+    case AccKind::Max:
+      return {extreme(true)};
+    case AccKind::Min:
+      return {extreme(false)};
+    case AccKind::ArgMax:
+      return {extreme(true), w.integer(std::numeric_limits<int32_t>::max(), "i32")};
+    case AccKind::ArgMin:
+      return {extreme(false), w.integer(std::numeric_limits<int32_t>::max(), "i32")};
+    case AccKind::Welford:
+      return {w.f32(0.0), w.f32(0.0), w.f32(0.0)};
+    case AccKind::Lse:
+      return {w.f32(-INFINITY), w.f32(0.0)};
+  }
+  return {};
+}
+
+std::string RowEmitter::argBetter(MlirWriter& w, const Acc& a, const std::string& v, const std::string& i,
+                                  const std::string& bv, const std::string& bi) {
+  const std::string ct = computeType(a.type);
+  const bool mx = a.kind == AccKind::ArgMax;
+  std::string earlier = w.assign("arith.cmpi slt, " + i + ", " + bi + " : i32");
+  if (ct != "f32") {
+    std::string gt = w.assign("arith.cmpi " + std::string(mx ? "sgt" : "slt") + ", " + v + ", " + bv + " : " + ct);
+    std::string eq = w.assign("arith.cmpi eq, " + v + ", " + bv + " : " + ct);
+    return w.assign("arith.ori " + gt + ", " + w.assign("arith.andi " + eq + ", " + earlier + " : i1") + " : i1");
+  }
+  std::string gt = w.assign("arith.cmpf " + std::string(mx ? "ogt" : "olt") + ", " + v + ", " + bv + " : f32");
+  std::string nanV = w.assign("arith.cmpf uno, " + v + ", " + v + " : f32");
+  std::string nanB = w.assign("arith.cmpf uno, " + bv + ", " + bv + " : f32");
+  std::string notNanB = w.assign("arith.xori " + nanB + ", " + w.boolean(true) + " : i1");
+  std::string eq = w.assign("arith.cmpf oeq, " + v + ", " + bv + " : f32");
+  std::string bothNan = w.assign("arith.andi " + nanV + ", " + nanB + " : i1");
+  std::string same = w.assign("arith.ori " + eq + ", " + bothNan + " : i1");
+  std::string win = w.assign("arith.ori " + gt + ", " + w.assign("arith.andi " + nanV + ", " + notNanB + " : i1") + " : i1");
+  return w.assign("arith.ori " + win + ", " + w.assign("arith.andi " + same + ", " + earlier + " : i1") + " : i1");
+}
+
+// Chan's merge of two (count, mean, M2) triples; an empty side is exact.
+static std::vector<std::string> chan(MlirWriter& w, const std::vector<std::string>& x,
+                                     const std::vector<std::string>& y) {
+  std::string n = w.assign("arith.addf " + x[0] + ", " + y[0] + " : f32");
+  std::string empty = w.assign("arith.cmpf oeq, " + n + ", " + w.f32(0.0) + " : f32");
+  std::string ratio = w.assign("arith.divf " + y[0] + ", " + n + " : f32");
+  ratio = w.assign("arith.select " + empty + ", " + w.f32(0.0) + ", " + ratio + " : f32");
+  std::string delta = w.assign("arith.subf " + y[1] + ", " + x[1] + " : f32");
+  std::string mean = w.assign("math.fma " + delta + ", " + ratio + ", " + x[1] + " : f32");
+  std::string t = w.assign("arith.mulf " + delta + ", " + delta + " : f32");
+  t = w.assign("arith.mulf " + t + ", " + x[0] + " : f32");
+  t = w.assign("arith.mulf " + t + ", " + ratio + " : f32");
+  std::string m2 = w.assign("arith.addf " + x[2] + ", " + y[2] + " : f32");
+  m2 = w.assign("arith.addf " + m2 + ", " + t + " : f32");
+  return {n, mean, m2};
+}
+
+std::vector<std::string> RowEmitter::merge(MlirWriter& w, const Acc& a, const std::vector<std::string>& x,
+                                           const std::vector<std::string>& y) {
+  const std::string ct = computeType(a.type);
+  const bool fl = ct == "f32";
+  switch (a.kind) {
+    case AccKind::Sum:
+      return {w.assign(std::string(fl ? "arith.addf " : "arith.addi ") + x[0] + ", " + y[0] + " : " + ct)};
+    case AccKind::Prod:
+      return {w.assign(std::string(fl ? "arith.mulf " : "arith.muli ") + x[0] + ", " + y[0] + " : " + ct)};
+    case AccKind::Max:
+      return {w.assign(std::string(fl ? "arith.maximumf " : ct == "i1" ? "arith.ori " : "arith.maxsi ") + x[0] + ", " +
+                       y[0] + " : " + ct)};
+    case AccKind::Min:
+      return {w.assign(std::string(fl ? "arith.minimumf " : ct == "i1" ? "arith.andi " : "arith.minsi ") + x[0] + ", " +
+                       y[0] + " : " + ct)};
+    case AccKind::ArgMax:
+    case AccKind::ArgMin: {
+      std::string b = argBetter(w, a, y[0], y[1], x[0], x[1]);
+      return {w.assign("arith.select " + b + ", " + y[0] + ", " + x[0] + " : " + ct),
+              w.assign("arith.select " + b + ", " + y[1] + ", " + x[1] + " : i32")};
+    }
+    case AccKind::Welford:
+      return chan(w, x, y);
+    case AccKind::Lse: {
+      std::string m = w.assign("arith.maximumf " + x[0] + ", " + y[0] + " : f32");
+      std::string s1 = w.assign("arith.mulf " + x[1] + ", " + scaleFor(w, x[0], m) + " : f32");
+      std::string s2 = w.assign("arith.mulf " + y[1] + ", " + scaleFor(w, y[0], m) + " : f32");
+      return {m, w.assign("arith.addf " + s1 + ", " + s2 + " : f32")};
+    }
+  }
+  return {};
+}
+
+// Folds one chunk of lanes (consecutive columns) into the state; `valid`
+// (i1, or empty for always) says whether the chunk is inside the row.
+std::vector<std::string> RowEmitter::accumulate(MlirWriter& w, const Acc& a, const std::vector<std::string>& s,
+                                                const std::vector<std::string>& xs,
+                                                const std::vector<std::string>& cols, const std::string& valid) {
+  std::vector<std::string> out;
+  const int n = static_cast<int>(xs.size());
+  switch (a.kind) {
+    case AccKind::Sum:
+    case AccKind::Prod:
+    case AccKind::Max:
+    case AccKind::Min: {
+      // A balanced tree over the lanes, then one merge into the state.
+      std::vector<std::vector<std::string>> level;
+      for (const std::string& x : xs) level.push_back({x});
+      while (level.size() > 1) {
+        std::vector<std::vector<std::string>> next;
+        for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(merge(w, a, level[i], level[i + 1]));
+        if (level.size() % 2) next.push_back(level.back());
+        level = std::move(next);
+      }
+      out = merge(w, a, s, level[0]);
+      break;
+    }
+    case AccKind::ArgMax:
+    case AccKind::ArgMin:
+      out = s;
+      for (int i = 0; i < n; ++i) out = merge(w, a, out, {xs[i], cols[i]});
+      break;
+    case AccKind::Welford: {
+      std::string sum = xs[0];
+      for (int i = 1; i < n; ++i) sum = w.assign("arith.addf " + sum + ", " + xs[i] + " : f32");
+      std::string cnt = w.f32(static_cast<double>(n));
+      std::string mean = w.assign("arith.mulf " + sum + ", " + w.f32(1.0 / n) + " : f32");
+      std::string m2;
+      for (int i = 0; i < n; ++i) {
+        std::string d = w.assign("arith.subf " + xs[i] + ", " + mean + " : f32");
+        m2 = m2.empty() ? w.assign("arith.mulf " + d + ", " + d + " : f32")
+                        : w.assign("math.fma " + d + ", " + d + ", " + m2 + " : f32");
+      }
+      out = chan(w, s, {cnt, mean, m2});
+      break;
+    }
+    case AccKind::Lse: {
+      std::string cm = xs[0];
+      for (int i = 1; i < n; ++i) cm = w.assign("arith.maximumf " + cm + ", " + xs[i] + " : f32");
+      std::string m = w.assign("arith.maximumf " + s[0] + ", " + cm + " : f32");
+      std::string ninf = w.assign("arith.cmpf oeq, " + m + ", " + w.f32(-INFINITY) + " : f32");
+      std::string ms = w.assign("arith.select " + ninf + ", " + w.f32(0.0) + ", " + m + " : f32");
+      std::string sum = w.assign("arith.mulf " + s[1] + ", " + scaleFor(w, s[0], m) + " : f32");
+      for (int i = 0; i < n; ++i)
+        sum = w.assign("arith.addf " + sum + ", " + expF32(w, w.assign("arith.subf " + xs[i] + ", " + ms + " : f32")) +
+                       " : f32");
+      out = {m, sum};
+      break;
+    }
+  }
+  if (!valid.empty())
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = w.assign("arith.select " + valid + ", " + out[i] + ", " + s[i] + " : " + a.types[i]);
+  return out;
+}
+
+std::string RowEmitter::shuffleXor(MlirWriter& w, const std::string& v, const std::string& type, int offset) {
+  std::string off = w.integer(offset, "i32");
+  std::string width = w.integer(32, "i32");
+  auto shfl32 = [&](const std::string& x, const std::string& t) {
+    std::string r = w.fresh();
+    w.line(r + ", " + w.fresh() + " = gpu.shuffle xor " + x + ", " + off + ", " + width + " : " + t);
+    return r;
+  };
+  if (type == "f32" || type == "i32") return shfl32(v, type);
+  if (type == "i1") {
+    std::string x = w.assign("arith.extui " + v + " : i1 to i32");
+    return w.assign("arith.trunci " + shfl32(x, "i32") + " : i32 to i1");
+  }
+  // i64: two halves
+  std::string lo = w.assign("arith.trunci " + v + " : i64 to i32");
+  std::string hi = w.assign("arith.trunci " + w.assign("arith.shrui " + v + ", " + w.integer(32, "i64") + " : i64") +
+                            " : i64 to i32");
+  std::string lo2 = w.assign("arith.extui " + shfl32(lo, "i32") + " : i32 to i64");
+  std::string hi2 = w.assign("arith.extui " + shfl32(hi, "i32") + " : i32 to i64");
+  hi2 = w.assign("arith.shli " + hi2 + ", " + w.integer(32, "i64") + " : i64");
+  return w.assign("arith.ori " + hi2 + ", " + lo2 + " : i64");
+}
+
+// The whole row's state in every thread of the row: butterfly shuffles in
+// the warp, then (T > 32) the warps' partials through shared memory, merged
+// in warp order by every thread (deterministic, no second barrier).
+std::vector<std::string> RowEmitter::crossThread(MlirWriter& w, const Acc& a, std::vector<std::string> s, int& slot) {
+  const int T = cfg_.threadsPerRow;
+  for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) {
+    std::vector<std::string> o;
+    for (size_t i = 0; i < s.size(); ++i) o.push_back(shuffleXor(w, s[i], a.types[i], off));
+    s = merge(w, a, s, o);
+  }
+  if (T <= 32) return s;
+  const int W = T / 32;
+  std::vector<int> slots;
+  std::string isLane0 = w.assign("arith.cmpi eq, " + lane32_ + ", " + w.integer(0, "i32") + " : i32");
+  w.line("scf.if " + isLane0 + " {");
+  w.indent();
+  for (size_t i = 0; i < s.size(); ++i) {
+    int sl = slot++;
+    slots.push_back(sl);
+    std::string idx = w.assign("arith.addi " + warp_ + ", " + w.integer(sl * W, "i32") + " : i32");
+    std::string p = w.assign("llvm.getelementptr " + smem_ + "[" + idx + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
+    w.line("llvm.store " + s[i] + ", " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
+           " : i64} : " + a.types[i] + ", !llvm.ptr<3>");
+  }
+  w.dedent();
+  w.line("}");
+  w.line("gpu.barrier");
+  std::vector<std::string> acc;
+  for (int j = 0; j < W; ++j) {
+    std::vector<std::string> part;
+    for (size_t i = 0; i < s.size(); ++i) {
+      std::string p = w.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(slots[i] * W + j) +
+                               "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
+      part.push_back(w.assign("llvm.load " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
+                              " : i64} : !llvm.ptr<3> -> " + a.types[i]));
+    }
+    acc = acc.empty() ? part : merge(w, a, acc, part);
+  }
+  return acc;
+}
+
+void RowEmitter::finalize(MlirWriter& w, const Acc& a, const std::vector<std::string>& s) {
+  const Node& n = g_.node(a.node);
+  switch (a.kind) {
+    case AccKind::Sum:
+      rowValue_[a.node] = n.op == Op::Mean ? w.assign("arith.divf " + s[0] + ", " + nAsF32(w) + " : f32") : s[0];
+      break;
+    case AccKind::ArgMax:
+    case AccKind::ArgMin:
+      rowValue_[a.node] = w.assign("arith.extui " + s[1] + " : i32 to i64");
+      break;
+    case AccKind::Welford: {
+      std::string div = w.assign("arith.subf " + nAsF32(w) + ", " + w.f32(static_cast<double>(n.correction)) + " : f32");
+      std::string var = w.assign("arith.divf " + s[2] + ", " + div + " : f32");
+      std::string bad = w.assign("arith.cmpf ole, " + div + ", " + w.f32(0.0) + " : f32");
+      var = w.assign("arith.select " + bad + ", " + w.f32(NAN) + ", " + var + " : f32");
+      rowValue_[a.node] = n.op == Op::Std ? w.assign("math.sqrt " + var + " : f32") : var;
+      break;
+    }
+    case AccKind::Lse:
+      rowValue_[a.maxNode] = s[0];
+      rowValue_[a.node] = s[1];
+      break;
+    default:
+      rowValue_[a.node] = s[0];
+  }
+}
+
+// ------------------------------------------------------------- passes
+
+// The operand lanes of accumulator `a` for one slot of the context.
+static std::vector<std::string> laneValues(const std::function<std::string(int)>& lane, int v) {
+  std::vector<std::string> out;
+  for (int l = 0; l < v; ++l) out.push_back(lane(l));
+  return out;
+}
+
+void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::string>& valid) {
+  MlirWriter& w = *row_;
+  Ctx& c = persistentCtx_;
+  int slot = 0;
+  for (const Acc& a : accs_)
+    if (a.level == level) {
+      std::vector<std::string> s = identity(w, a);
+      Frame id = identityFrame(k_);
+      for (int j = 0; j < chunks; ++j) {
+        std::vector<std::string> xs = laneValues(
+            [&](int l) {
+              return convertValue(w, value(c, a.operand, id, j, l), g_.node(a.operand).dtype, a.type);
+            },
+            vector_);
+        std::vector<std::string> cols;
+        if (a.kind == AccKind::ArgMax || a.kind == AccKind::ArgMin)
+          for (int l = 0; l < vector_; ++l)
+            cols.push_back(l ? w.assign("arith.addi " + c.cols[j] + ", " + w.integer(l, "i32") + " : i32") : c.cols[j]);
+        s = accumulate(w, a, s, xs, cols, valid[j]);
+      }
+      (void)slot;
+      s = crossThread(w, a, s, smemSlots_);
+      finalize(w, a, s);
+    }
+}
+
+// One pass over the row in chunks: a main loop of unrolled, unguarded
+// vectors, then a tail loop of single vectors. `body` gets a context whose
+// slots are the chunk's vectors and the carried states, and returns them
+// updated.
+std::vector<std::vector<std::string>> RowEmitter::loopOver(
+    const std::vector<std::vector<std::string>>& init, const std::vector<std::string>& loopTypes,
+    const std::function<std::vector<std::vector<std::string>>(Ctx&, const std::vector<std::vector<std::string>>&, int)>&
+        body) {
+  MlirWriter& w = *row_;
+  const int T = cfg_.threadsPerRow, V = vector_, U = cfg_.unroll;
+  const Dim& nd = dom_[k_ - 1];
+  std::string n32 = nd.isStatic() ? w.integer(nd.size, "i32")
+                                  : w.assign("arith.trunci " + dimArg_.at(nd.name) + " : i64 to i32");
+  const int64_t step = static_cast<int64_t>(T) * V * U;
+  std::string mainEnd;
+  if (nd.isStatic()) mainEnd = w.integer(nd.size / step * step, "i32");
+  else mainEnd = w.assign("arith.muli " + w.assign("arith.divui " + n32 + ", " + w.integer(step, "i32") + " : i32") +
+                          ", " + w.integer(step, "i32") + " : i32");
+  std::vector<std::string> flatTypes;
+  std::vector<std::string> flatInit;
+  std::vector<size_t> sizes;
+  for (const auto& st : init) {
+    sizes.push_back(st.size());
+    for (const std::string& v : st) flatInit.push_back(v);
+  }
+  auto runLoop = [&](const std::vector<std::string>& start, const std::string& lb, const std::string& ub,
+                     int64_t stride, int slots) {
+    std::string iv = w.fresh();
+    std::vector<std::string> args;
+    std::string iter, types;
+    for (size_t i = 0; i < start.size(); ++i) {
+      args.push_back(w.fresh());
+      iter += (i ? ", " : "") + args.back() + " = " + start[i];
+    }
+    std::vector<std::string> flatT;
+    size_t pos = 0;
+    for (size_t a = 0; a < init.size(); ++a)
+      for (size_t i = 0; i < sizes[a]; ++i, ++pos) flatT.push_back(flatTypes[pos]);
+    for (size_t i = 0; i < flatT.size(); ++i) types += (i ? ", " : "") + flatT[i];
+    std::string res = w.fresh();
+    std::string head = (start.empty() ? "" : res + ":" + std::to_string(start.size()) + " = ") + "scf.for " + iv +
+                       " = " + lb + " to " + ub + " step " + w.integer(stride, "i32");
+    if (!start.empty()) head += " iter_args(" + iter + ") -> (" + types + ")";
+    // The body goes to its own writer: values that do not change along the
+    // row (row pointers, earlier levels' results) are emitted into the row
+    // writer meanwhile, so they land before the loop and dominate it.
+    MlirWriter bw = w.sibling();
+    bw.setIndent(w.indentLevel() + 1);
+    std::map<std::string, std::string> memo;
+    Ctx c;
+    c.w = &bw;
+    c.memo = &memo;
+    for (int u = 0; u < slots; ++u)
+      c.cols.push_back(u ? bw.assign("arith.addi " + iv + ", " + bw.integer(static_cast<int64_t>(u) * T * V, "i32") + " : i32")
+                         : iv);
+    std::vector<std::vector<std::string>> states;
+    pos = 0;
+    for (size_t a = 0; a < init.size(); ++a) {
+      states.push_back({});
+      for (size_t i = 0; i < sizes[a]; ++i) states.back().push_back(args[pos++]);
+    }
+    std::vector<std::vector<std::string>> next = body(c, states, slots);
+    std::vector<std::string> flatNext;
+    for (const auto& st : next)
+      for (const std::string& v : st) flatNext.push_back(v);
+    if (!flatNext.empty()) {
+      std::string vals;
+      for (size_t i = 0; i < flatNext.size(); ++i) vals += (i ? ", " : "") + flatNext[i];
+      bw.line("scf.yield " + vals + " : " + types);
+    }
+    w.line(head + " : i32 {");
+    w.append(bw.text());
+    w.line("}");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < start.size(); ++i) out.push_back(res + "#" + std::to_string(i));
+    return out;
+  };
+  flatTypes = loopTypes;  // the flattened states' types
+  std::vector<std::string> cur = flatInit;
+  const bool hasMain = !(nd.isStatic() && nd.size < step);
+  const bool hasTail = !(nd.isStatic() && nd.size % step == 0);
+  if (hasMain) {
+    std::string lb = w.assign("arith.muli " + t_ + ", " + w.integer(V, "i32") + " : i32");
+    cur = runLoop(cur, lb, mainEnd, step, U);
+  }
+  if (hasTail) {
+    std::string lb = w.assign("arith.addi " + mainEnd + ", " + w.assign("arith.muli " + t_ + ", " + w.integer(V, "i32") + " : i32") + " : i32");
+    cur = runLoop(cur, lb, n32, static_cast<int64_t>(T) * V, 1);
+  }
+  std::vector<std::vector<std::string>> out;
+  size_t pos = 0;
+  for (size_t a = 0; a < init.size(); ++a) {
+    out.push_back({});
+    for (size_t i = 0; i < sizes[a]; ++i) out.back().push_back(cur[pos++]);
+  }
+  return out;
+}
+
+void RowEmitter::levelLooped(int level) {
+  MlirWriter& w = *row_;
+  std::vector<const Acc*> here;
+  std::vector<std::vector<std::string>> init;
+  std::vector<std::string> types;
+  for (const Acc& a : accs_)
+    if (a.level == level) {
+      here.push_back(&a);
+      init.push_back(identity(w, a));
+      types.insert(types.end(), a.types.begin(), a.types.end());
+    }
+  if (here.empty()) return;
+  Frame id = identityFrame(k_);
+  auto states = loopOver(init, types, [&](Ctx& c, const std::vector<std::vector<std::string>>& st, int slots) {
+    std::vector<std::vector<std::string>> s = st;
+    MlirWriter& b = *c.w;
+    for (int u = 0; u < slots; ++u)
+      for (size_t i = 0; i < here.size(); ++i) {
+        const Acc& a = *here[i];
+        std::vector<std::string> xs, cols;
+        for (int l = 0; l < vector_; ++l) {
+          xs.push_back(convertValue(b, value(c, a.operand, id, u, l), g_.node(a.operand).dtype, a.type));
+          if (a.kind == AccKind::ArgMax || a.kind == AccKind::ArgMin)
+            cols.push_back(l ? b.assign("arith.addi " + c.cols[u] + ", " + b.integer(l, "i32") + " : i32") : c.cols[u]);
+        }
+        s[i] = accumulate(b, a, s[i], xs, cols, "");
+      }
+    return s;
+  });
+  for (size_t i = 0; i < here.size(); ++i) {
+    std::vector<std::string> s = crossThread(w, *here[i], states[i], smemSlots_);
+    finalize(w, *here[i], s);
+  }
+}
+
+// Computes every full-shaped output at one slot of the context and stores it.
+void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
+  MlirWriter& w = *c.w;
+  Frame id = identityFrame(k_);
+  std::vector<std::pair<std::string, std::vector<std::string>>> stores;
+  for (int o : fullOutputs_) {
+    const GraphOutput& go = g_.outputs()[o];
+    DType dt = g_.node(go.node).dtype;
+    std::vector<std::string> lanes;
+    for (int l = 0; l < vector_; ++l) lanes.push_back(storeConvert(w, value(c, go.node, id, slot, l), dt));
+    stores.push_back({outPtr_[o], lanes});
+  }
+  if (!valid.empty()) {
+    w.line("scf.if " + valid + " {");
+    w.indent();
+  }
+  for (size_t i = 0; i < stores.size(); ++i) {
+    const GraphOutput& go = g_.outputs()[fullOutputs_[i]];
+    DType dt = g_.node(go.node).dtype;
+    const std::string st = storageType(dt);
+    // Outputs are contiguous: row r starts at r * N.
+    std::string key = "outrow:" + std::to_string(fullOutputs_[i]);
+    std::string base;
+    if (auto it = rowMemo_.find(key); it != rowMemo_.end()) {
+      base = it->second;
+    } else {
+      std::string off = row_->assign("arith.muli " + r_ + ", " + poly(Poly::of(dom_[k_ - 1])) + " : i64");
+      base = row_->assign("llvm.getelementptr inbounds " + stores[i].first + "[" + off +
+                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
+      rowMemo_[key] = base;
+    }
+    std::string p = w.assign("llvm.getelementptr inbounds " + base + "[" + c.cols[slot] +
+                             "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
+    const auto& lanes = stores[i].second;
+    if (vector_ == 1) {
+      w.line("llvm.store " + lanes[0] + ", " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64} : " + st +
+             ", !llvm.ptr<1>");
+      continue;
+    }
+    std::string vt = "vector<" + std::to_string(vector_) + "x" + st + ">";
+    std::string vec = w.assign("llvm.mlir.poison : " + vt);
+    for (int l = 0; l < vector_; ++l)
+      vec = w.assign("llvm.insertelement " + lanes[l] + ", " + vec + "[" + w.integer(l, "i32") + " : i32] : " + vt);
+    w.line("llvm.store " + vec + ", " + p + " {alignment = " + std::to_string(std::min(16, vector_ * dtypeSize(dt))) +
+           " : i64} : " + vt + ", !llvm.ptr<1>");
+  }
+  if (!valid.empty()) {
+    w.dedent();
+    w.line("}");
+  }
+}
+
+std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
+  vector_ = vector;
+  preMemo_.clear();
+  rowMemo_.clear();
+  elemMemo_.clear();
+  argOf_.clear();
+  dimArg_.clear();
+  outPtr_.clear();
+  rowValue_.clear();
+  smemSlots_ = 0;
+  const int T = cfg_.threadsPerRow;
+  const int rowsPerBlock = cfg_.threads / T;
+
+  MlirWriter head;
+  MlirWriter pre = head.sibling();
+  MlirWriter row = head.sibling();
+  pre_ = &pre;
+  row_ = &row;
+  pre.setIndent(2);
+  row.setIndent(2);
+
+  std::string sig;
+  int argNo = 0;
+  auto addArg = [&](const std::string& type, const std::string& attrs) {
+    std::string name = "%arg" + std::to_string(argNo++);
+    if (!sig.empty()) sig += ", ";
+    sig += name + ": " + type + (attrs.empty() ? "" : " " + attrs);
+    return name;
+  };
+  for (int id : inputs_) argOf_[id] = addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.readonly}");
+  for (size_t o = 0; o < g_.outputs().size(); ++o) outPtr_.push_back(addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.writeonly}"));
+  for (const std::string& d : dims_) dimArg_[d] = addArg("i64", "");
+  for (int id : scalars_) argOf_[id] = addArg(computeType(g_.node(id).dtype), "");
+  const std::string header = "    gpu.func @" + entry + "(" + sig + ") kernel attributes {known_block_size = array<i32: " +
+                             std::to_string(cfg_.threads) + ", 1, 1>} {\n";
+
+  std::string tid = pre.assign("arith.index_cast " + pre.assign("gpu.thread_id x") + " : index to i32");
+  std::string bid = pre.assign("arith.index_cast " + pre.assign("gpu.block_id x") + " : index to i64");
+  Poly rowsPoly = Poly::constant(1);
+  for (int j = 0; j + 1 < k_; ++j) rowsPoly = rowsPoly * Poly::of(dom_[j]);
+  std::string rowValid;
+  if (rowsPerBlock > 1) {
+    t_ = pre.assign("arith.andi " + tid + ", " + pre.integer(T - 1, "i32") + " : i32");
+    int shift = 0;
+    while ((1 << shift) < T) ++shift;
+    std::string inBlock = pre.assign("arith.extui " + pre.assign("arith.shrui " + tid + ", " + pre.integer(shift, "i32") + " : i32") +
+                                     " : i32 to i64");
+    std::string r = pre.assign("arith.addi " + pre.assign("arith.muli " + bid + ", " + pre.integer(rowsPerBlock, "i64") + " : i64") +
+                               ", " + inBlock + " : i64");
+    std::string rows = poly(rowsPoly);
+    rowValid = pre.assign("arith.cmpi ult, " + r + ", " + rows + " : i64");
+    // Rows past the end compute the last row again (every lane of a warp
+    // must take part in the shuffles) and store nothing.
+    std::string last = pre.assign("arith.subi " + rows + ", " + pre.integer(1, "i64") + " : i64");
+    r_ = pre.assign("arith.minui " + r + ", " + last + " : i64");
+  } else {
+    t_ = tid;
+    r_ = bid;
+  }
+  lane32_ = pre.assign("arith.andi " + tid + ", " + pre.integer(31, "i32") + " : i32");
+  warp_ = pre.assign("arith.shrui " + t_ + ", " + pre.integer(5, "i32") + " : i32");
+  if (T > 32) smem_ = pre.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
+
+  const Dim& nd = dom_[k_ - 1];
+  if (cfg_.persistent) {
+    const int64_t N = nd.size;
+    const int64_t per = static_cast<int64_t>(T) * vector_;
+    const int chunks = static_cast<int>((N + per - 1) / per);
+    std::string tv = row.assign("arith.muli " + t_ + ", " + row.integer(vector_, "i32") + " : i32");
+    std::vector<std::string> valid;
+    persistentCtx_ = Ctx{};
+    persistentCtx_.w = &row;
+    persistentCtx_.memo = &elemMemo_;
+    for (int j = 0; j < chunks; ++j) {
+      std::string col = j ? row.assign("arith.addi " + tv + ", " + row.integer(j * per, "i32") + " : i32") : tv;
+      if ((j + 1) * per <= N) {
+        valid.push_back("");
+      } else {
+        std::string v = row.assign("arith.cmpi ult, " + col + ", " + row.integer(N, "i32") + " : i32");
+        valid.push_back(v);
+        col = row.assign("arith.select " + v + ", " + col + ", " + row.integer(0, "i32") + " : i32");
+      }
+      persistentCtx_.cols.push_back(col);
+    }
+    // Every 16-byte load of the row first, so they are all in flight at once.
+    for (const auto& [key, a] : accesses_)
+      if (!a.strides[k_ - 1].isZero() && vectorAccess(a))
+        for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
+    for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
+    for (int j = 0; j < chunks && !fullOutputs_.empty(); ++j) storeFull(persistentCtx_, j, valid[j]);
+  } else {
+    for (int level = 0; level <= maxLevel_; ++level) levelLooped(level);
+    if (!fullOutputs_.empty())
+      loopOver({}, {}, [&](Ctx& c, const std::vector<std::vector<std::string>>&, int slots) {
+        for (int u = 0; u < slots; ++u) storeFull(c, u, "");
+        return std::vector<std::vector<std::string>>{};
+      });
+  }
+  // One value per row: stored by the row's first thread.
+  if (!rowOutputs_.empty()) {
+    std::vector<std::string> vals;
+    for (int o : rowOutputs_) {
+      const Node& n = g_.node(g_.outputs()[o].node);
+      Frame f(n.shape.size());
+      for (int j = 0; j + 1 < k_ && j < n.rank(); ++j) f[j] = Axis{j, 1, 0};
+      vals.push_back(storeConvert(row, rowValue(g_.outputs()[o].node, f), n.dtype));
+    }
+    std::string first = row.assign("arith.cmpi eq, " + t_ + ", " + row.integer(0, "i32") + " : i32");
+    if (!rowValid.empty()) first = row.assign("arith.andi " + first + ", " + rowValid + " : i1");
+    row.line("scf.if " + first + " {");
+    row.indent();
+    for (size_t i = 0; i < rowOutputs_.size(); ++i) {
+      DType dt = g_.node(g_.outputs()[rowOutputs_[i]].node).dtype;
+      std::string st = storageType(dt);
+      std::string p = row.assign("llvm.getelementptr inbounds " + outPtr_[rowOutputs_[i]] + "[" + r_ +
+                                 "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
+      row.line("llvm.store " + vals[i] + ", " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64} : " + st +
+               ", !llvm.ptr<1>");
+    }
+    row.dedent();
+    row.line("}");
+  }
+  auto reindent = [](const std::string& s) {
+    std::string out;
+    size_t start = 0;
+    while (start < s.size()) {
+      size_t end = s.find('\n', start);
+      out += "  " + s.substr(start, end - start + 1);
+      start = end + 1;
+    }
+    return out;
+  };
+  std::string text = header + reindent(pre.text()) + reindent(row.text()) + "      gpu.return\n    }\n";
+  pre_ = row_ = nullptr;
+  return text;
+}
+
+RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
+  Shape rows(dom_.begin(), dom_.end() - 1);
+  for (size_t o = 0; o < g_.outputs().size(); ++o) {
+    const Node& n = g_.node(g_.outputs()[o].node);
+    if (n.shape == dom_ && !(n.shape == rows)) {
+      fullOutputs_.push_back(static_cast<int>(o));
+      collect(g_.outputs()[o].node, identityFrame(k_));
+    } else {
+      Shape keep = rows;
+      keep.push_back(Dim(int64_t{1}));
+      if (!(n.shape == rows) && !(n.shape == keep))
+        throw Error("kiln: internal: output " + g_.outputs()[o].name + " " + typeToString(n.dtype, n.shape) +
+                    " does not fit the row domain " + shapeToString(dom_));
+      rowOutputs_.push_back(static_cast<int>(o));
+      Frame f(n.shape.size());
+      for (int j = 0; j + 1 < k_ && j < n.rank(); ++j) f[j] = Axis{j, 1, 0};
+      collect(g_.outputs()[o].node, f);
+    }
+  }
+  auto byParam = [&](int a, int b) {
+    const auto& p = g_.params();
+    return std::find(p.begin(), p.end(), a) < std::find(p.begin(), p.end(), b);
+  };
+  std::sort(inputs_.begin(), inputs_.end(), byParam);
+  std::sort(scalars_.begin(), scalars_.end(), byParam);
+  std::set<std::string> used;
+  auto note = [&](const Shape& s) {
+    for (const Dim& d : s)
+      if (d.isDynamic()) used.insert(d.name);
+  };
+  note(dom_);
+  for (int id : inputs_) note(g_.node(id).shape);
+  for (const GraphOutput& o : g_.outputs()) note(g_.node(o.node).shape);
+  for (const auto& [key, a] : accesses_) {
+    for (const Poly& p : a.strides)
+      for (const Monomial& m : p.terms()) used.insert(m.dims.begin(), m.dims.end());
+    for (const Monomial& m : a.base.terms()) used.insert(m.dims.begin(), m.dims.end());
+  }
+  for (const std::string& d : g_.dynamicDims())
+    if (used.count(d)) dims_.push_back(d);
+
+  // The config, made consistent with the shape.
+  const Dim& nd = dom_[k_ - 1];
+  if (nd.isDynamic()) {
+    cfg_.persistent = false;
+    cfg_.vector = 1;
+  } else {
+    while (cfg_.vector > 1 && nd.size % cfg_.vector != 0) cfg_.vector /= 2;
+  }
+  if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
+  buildAccumulators();
+
+  elementOptions_.approxTranscendentals = true;
+  for (const GraphOutput& o : g_.outputs()) {
+    DType dt = g_.node(o.node).dtype;
+    if (dt != DType::BF16 && dt != DType::F16) elementOptions_.approxTranscendentals = false;
+  }
+
+  RowKernel out;
+  CompiledKernel& k = out.kernel;
+  k.name = name;
+  k.schedule = "row_reduction";
+  k.config = cfg_.json();
+  std::string body;
+  int slots = 0;
+  const int V = cfg_.vector;
+  if (V > 1 && variants != EntryVariants::ScalarOnly) {
+    body += emitEntry(name + "_v" + std::to_string(V), V);
+    k.entries.push_back({name + "_v" + std::to_string(V), true});
+    slots = std::max(slots, smemSlots_);
+  }
+  if (V == 1 || variants != EntryVariants::VectorOnly) {
+    body += emitEntry(name + "_s1", 1);
+    k.entries.push_back({name + "_s1", false});
+    slots = std::max(slots, smemSlots_);
+  }
+  std::string mlir = "module attributes {gpu.container_module} {\n  gpu.module @kiln_kernels {\n";
+  if (cfg_.threadsPerRow > 32)
+    mlir += "    llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>\n";
+  out.mlir = mlir + body + "  }\n}\n";
+
+  const bool hasVector = V > 1 && variants != EntryVariants::ScalarOnly;
+  vector_ = V;
+  for (int id : inputs_) {
+    const Node& n = g_.node(id);
+    int align = 0;
+    if (hasVector)
+      for (const auto& [key, a] : accesses_)
+        if (a.node == id && !a.strides[k_ - 1].isZero() && vectorAccess(a)) align = std::min(16, V * dtypeSize(n.dtype));
+    k.tensors.push_back({n.name, n.dtype, n.shape, false, false, align});
+  }
+  for (size_t o = 0; o < g_.outputs().size(); ++o) {
+    const GraphOutput& go = g_.outputs()[o];
+    const Node& n = g_.node(go.node);
+    bool full = std::count(fullOutputs_.begin(), fullOutputs_.end(), static_cast<int>(o)) > 0;
+    k.tensors.push_back({go.name, n.dtype, n.shape, true, false, full && hasVector ? std::min(16, V * dtypeSize(n.dtype)) : 0});
+  }
+  k.dims = dims_;
+  for (int id : scalars_) k.scalars.push_back({g_.node(id).name, g_.node(id).dtype});
+  k.launch.threadsPerBlock = cfg_.threads;
+  k.launch.elementsPerBlock = cfg_.threads / cfg_.threadsPerRow;
+  k.launch.iterShape = rows;
+  k.launch.maxBlocks = 0;
+  k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
+  return out;
+}
+
+int64_t nextPow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
+  (void)options;
+  RowConfig c;
+  Shape d = domainOf(g);
+  int minSize = 16;
+  for (int id : g.params())
+    if (g.node(id).op == Op::Input) minSize = std::min(minSize, dtypeSize(g.node(id).dtype));
+  for (const GraphOutput& o : g.outputs()) minSize = std::min(minSize, dtypeSize(g.node(o.node).dtype));
+  c.vector = std::max(1, std::min(8, 16 / minSize));
+  const Dim& nd = d.back();
+  if (nd.isDynamic()) {
+    c.vector = 1;
+    c.persistent = false;
+    c.threadsPerRow = c.threads = 512;
+    return c;
+  }
+  const int64_t N = nd.size;
+  while (c.vector > 1 && N % c.vector != 0) c.vector /= 2;
+  // About two vectors per thread; the row stays in registers while a thread
+  // holds at most 32 values.
+  // 512 threads at most unless the row needs 1024 to stay in registers
+  // (a 1024-thread block caps a thread at 64 registers).
+  auto valuesPerThread = [&](int64_t t) { return (N + t * c.vector - 1) / (t * c.vector) * c.vector; };
+  int64_t T = std::clamp<int64_t>(nextPow2((N + 2 * c.vector - 1) / (2 * c.vector)), 1, 512);
+  if (valuesPerThread(T) > 32 && valuesPerThread(1024) <= 32) T = 1024;
+  c.persistent = valuesPerThread(T) <= 32;
+  if (!c.persistent) T = 512;
+  c.threadsPerRow = static_cast<int>(T);
+  c.threads = T >= 32 ? static_cast<int>(T) : 128;
+  c.unroll = 4;
+  return c;
+}
+
+void applyRowOverride(RowConfig& c, const std::string& text) {
+  if (text.empty()) return;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw Error("kiln: compile: config override is not JSON: " + std::string(e.what()));
+  }
+  if (!j.is_object()) throw Error("kiln: compile: config override must be a JSON object, got " + text);
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_number_integer()) throw Error("kiln: compile: config override '" + key + "' must be an integer");
+    int64_t v = value.get<int64_t>();
+    if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
+    else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
+    else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8)) c.vector = static_cast<int>(v);
+    else if (key == "persistent" && (v == 0 || v == 1)) c.persistent = v == 1;
+    else if (key == "unroll" && v >= 1 && v <= 8) c.unroll = static_cast<int>(v);
+    else
+      throw Error("kiln: compile: config override " + key + " = " + std::to_string(v) +
+                  " is not valid for the row_reduction schedule (threads_per_row: power of two <= 1024; threads: "
+                  "multiple of 32 in [32, 1024]; vector: 1, 2, 4, 8; persistent: 0 or 1; unroll: 1..8)");
+  }
+}
+
+RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name, EntryVariants variants) {
+  RowConfig c = config;
+  const Shape d = domainOf(g);
+  if (c.persistent && d.back().isStatic()) {
+    // A persistent row must fit in registers: fall back to the loop.
+    int64_t per = static_cast<int64_t>(c.threadsPerRow) * std::max(1, c.vector);
+    if ((d.back().size + per - 1) / per * c.vector > 64) c.persistent = false;
+  }
+  if (c.threadsPerRow < 32 && (c.threads % 32 != 0 || c.threads < 32)) c.threads = 128;
+  RowEmitter e(g, c);
+  return e.run(name, variants);
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,58 @@
+// Internal: the row-reduction schedule. A kernel group whose reductions all
+// run over the last axis of one domain D = [L..., N] (the planner rewrites
+// every reduction into that form) becomes one kernel in which a group of T
+// threads owns a row:
+//   - persistent form (N static, the row fits in registers): each thread
+//     loads its V-wide 16-byte vectors of the row once, and every
+//     reduction level (softmax: max, then the sum of exp(x - max)) is a pass
+//     over registers followed by a warp-shuffle / shared-memory tree;
+//     outputs that broadcast a row result back along the row are computed
+//     from the same registers and stored with 16-byte stores;
+//   - looped form (long or dynamic rows): each level is a loop over the row
+//     in chunks of T*V*unroll elements with the accumulators carried in
+//     registers; online algorithms fuse levels where they exist (max + sum
+//     of exp(x - max) in one pass with a rescaled sum; Welford/Chan for the
+//     variance), and outputs take one more pass;
+//   - short rows: T < 32 threads per row and several rows per block, with
+//     shuffles inside a warp only.
+// Elementwise producers are computed inside the loads (the shared element
+// emitter), accumulation is in f32 for 16-bit floats, reductions are
+// deterministic (fixed tree and order), and argmax/argmin return the first
+// index of the extreme with NaN winning, like PyTorch.
+//
+// Layout: config + heuristic, then an emitter that obeys the config.
+#pragma once
+
+#include <string>
+
+#include "kiln/compiler/compile.h"
+#include "kiln/dsl/graph.h"
+
+namespace kiln::compiler {
+
+struct RowConfig {
+  int threadsPerRow = 256;  // T: a power of two in [1, 1024]
+  int threads = 256;        // per block: T when T >= 32, else a multiple of 32 (several rows per block)
+  int vector = 1;           // V: elements per vector access
+  bool persistent = true;   // the row held in registers (static row length only)
+  int unroll = 4;           // looped form: vectors per thread per iteration
+  std::string json() const;
+};
+
+// A good config from the domain, dtypes and device.
+RowConfig rowHeuristic(const Graph& g, const CompileOptions& options);
+
+// Applies a JSON override (keys: threads_per_row, threads, vector,
+// persistent (0/1), unroll); throws kiln::Error naming a bad key or value.
+void applyRowOverride(RowConfig& c, const std::string& json);
+
+struct RowKernel {
+  std::string mlir;
+  CompiledKernel kernel;
+};
+// `g` is a planner sub-graph: its outputs are either of the domain's shape
+// or one value per row.
+RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name,
+                           EntryVariants variants = EntryVariants::All);
+
+}  // namespace kiln::compiler
