@@ -18,7 +18,7 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/kiln/bin" "$STAGE/kiln/lib" "$STAGE/kiln/anchors" "$STAGE/kiln/graphs"
 for exe in tests/kiln_tests runtime/tests/kiln_runtime_tests compiler/kiln_compiler_tests \
-           bench/bench_pointwise bench/bench_compile tools/kiln \
+           bench/bench_pointwise bench/bench_reduction bench/bench_compile tools/kiln \
            examples/lesson_00_graphs examples/lesson_01_bias_gelu; do
   if [ -f "$BUILD/$exe" ]; then cp "$BUILD/$exe" "$STAGE/kiln/bin/"; fi
 done
@@ -28,7 +28,8 @@ cp examples/graphs/*.kiln "$STAGE/kiln/graphs/" 2>/dev/null || true
 # The anchors (PyTorch eager / torch.compile / Triton, and the raw floors)
 # run in the same device call as kiln's benchmarks.
 SHARED=${KILN_SHARED_DIR:-$ROOT/../shared}
-cp "$SHARED/bench/anchors.py" "$SHARED/bench/floor.cu" bench/anchors_pointwise.py "$STAGE/kiln/anchors/"
+cp "$SHARED/bench/anchors.py" "$SHARED/bench/floor.cu" bench/anchors_pointwise.py bench/anchors_reduction.py \
+   "$STAGE/kiln/anchors/"
 git rev-parse --short=12 HEAD > "$STAGE/kiln/COMMIT" 2>/dev/null || echo unknown > "$STAGE/kiln/COMMIT"
 git status --porcelain | grep -q . && echo "+dirty" >> "$STAGE/kiln/COMMIT" || true
 mkdir -p .device

@@ -3,49 +3,128 @@
 # the benchmarks side by side with the anchors, and writes logs and JSON into
 # the output folder given as $1 (default $OUT). Stages: tests, bench, anchors
 # (pick some with KILN_STAGES="tests bench").
+#
+#   KILN_STAGES   stages to run (default "tests bench anchors")
+#   KILN_BENCHES  kiln benchmarks of the bench stage: pointwise, reduction
+#                 (default "pointwise reduction")
+#   KILN_REDUCTION_CASES  arguments of bench_reduction (case substrings)
+#   KILN_ANCHORS  anchor scripts of the anchors stage: pointwise
+#                 (bench/anchors_pointwise.py), reduction
+#                 (bench/anchors_reduction.py), and any arguments of
+#                 shared/bench/anchors.py (launch mem1 mem2 gemm extra), run
+#                 after those (default "pointwise reduction")
+#   KILN_SWEEP    set: also run `bench_pointwise sweep`
+#
+# Time: the device call allows 600 s, so every step runs under `timeout`:
+# each stage has a cap (KILN_TIMEOUT_TESTS 150 s, KILN_TIMEOUT_BENCH 200 s,
+# KILN_TIMEOUT_ANCHORS 420 s) and the whole run a deadline (KILN_DEADLINE_S,
+# 570 s after start); a step gets what is left of both, and is skipped when
+# less than 15 s is left. A step that times out says so in run.log and
+# makes the exit status 1.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUTDIR=${1:-${OUT:-/tmp/kiln-out}}
-mkdir -p "$OUTDIR"
+mkdir -p "$OUTDIR" && OUTDIR=$(cd "$OUTDIR" && pwd)
 STAGES=${KILN_STAGES:-"tests bench anchors"}
+BENCHES=${KILN_BENCHES:-"pointwise reduction"}
+ANCHORS=${KILN_ANCHORS:-"pointwise reduction"}
+DEADLINE=$((SECONDS + ${KILN_DEADLINE_S:-570}))
 WORK=/tmp/kiln-bundle
 rm -rf "$WORK" && mkdir -p "$WORK"
 xz -dc .device/kiln-bundle.tar.xz | tar -C "$WORK" -xf -
 K=$WORK/kiln
 export LD_LIBRARY_PATH=$K/lib:${LD_LIBRARY_PATH:-}
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export PATH=$PATH:$CUDA_HOME/bin
 export OUT=$OUTDIR
-echo "commit $(tr '\n' ' ' < $K/COMMIT); $(date -u +%FT%TZ)" | tee "$OUTDIR/run.log"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$OUTDIR/run.log"
+LOG=$OUTDIR/run.log
+echo "commit $(tr '\n' ' ' < $K/COMMIT); $(date -u +%FT%TZ)" | tee "$LOG"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$LOG"
 
 status=0
+STAGE_END=$DEADLINE
+# stage_begin CAP: this stage ends CAP seconds from now, or at the deadline.
+stage_begin() {
+  STAGE_END=$((SECONDS + $1))
+  [ "$STAGE_END" -gt "$DEADLINE" ] && STAGE_END=$DEADLINE
+  return 0
+}
+# left: seconds left in the current stage.
+left() { echo $((STAGE_END - SECONDS)); }
+# bounded CMD...: runs CMD under `timeout` with the stage's time left;
+# skips it when less than 15 s is left. Returns CMD's status (124: timed out).
+bounded() {
+  local t
+  t=$(left)
+  if [ "$t" -lt 15 ]; then
+    echo "!! skipped (only ${t} s left in the stage or before the deadline): $*" >&2
+    return 124
+  fi
+  timeout -k 10 "$t" "$@"
+  local rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "!! timed out after ${t} s: $*" >&2
+  fi
+  return "$rc"
+}
+
 if [[ " $STAGES " == *" tests "* ]]; then
-  echo "== [gpu] tests" | tee -a "$OUTDIR/run.log"
-  "$K/bin/kiln_tests" "[gpu]" --reporter compact 2>&1 | tail -n 60 > "$OUTDIR/tests-gpu.log"; s1=${PIPESTATUS[0]}
-  "$K/bin/kiln_runtime_tests" "[gpu]" --reporter compact 2>&1 | tail -n 30 > "$OUTDIR/tests-runtime-gpu.log"; s2=${PIPESTATUS[0]}
-  tail -n 3 "$OUTDIR/tests-gpu.log" "$OUTDIR/tests-runtime-gpu.log" | tee -a "$OUTDIR/run.log"
+  stage_begin "${KILN_TIMEOUT_TESTS:-150}"
+  echo "== [gpu] tests" | tee -a "$LOG"
+  bounded "$K/bin/kiln_tests" "[gpu]" --reporter compact 2>&1 | tail -n 60 > "$OUTDIR/tests-gpu.log"; s1=${PIPESTATUS[0]}
+  bounded "$K/bin/kiln_runtime_tests" "[gpu]" --reporter compact 2>&1 | tail -n 30 > "$OUTDIR/tests-runtime-gpu.log"; s2=${PIPESTATUS[0]}
+  tail -n 3 "$OUTDIR/tests-gpu.log" "$OUTDIR/tests-runtime-gpu.log" | tee -a "$LOG"
   [ "$s1" -eq 0 ] && [ "$s2" -eq 0 ] || status=1
-  "$K/bin/lesson_01_bias_gelu" 2>&1 | tee -a "$OUTDIR/run.log" || status=1
+  bounded "$K/bin/lesson_01_bias_gelu" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if [[ " $STAGES " == *" bench "* ]]; then
-  echo "== kiln benchmarks" | tee -a "$OUTDIR/run.log"
-  "$K/bin/bench_pointwise" 2>&1 | tee "$OUTDIR/bench-pointwise.log" | tee -a "$OUTDIR/run.log"
-  if [ -n "${KILN_SWEEP:-}" ]; then
-    "$K/bin/bench_pointwise" sweep 2>&1 | tee "$OUTDIR/bench-sweep.log" | tee -a "$OUTDIR/run.log"
+  stage_begin "${KILN_TIMEOUT_BENCH:-200}"
+  echo "== kiln benchmarks ($BENCHES)" | tee -a "$LOG"
+  if [[ " $BENCHES " == *" pointwise "* ]]; then
+    bounded "$K/bin/bench_pointwise" 2>&1 | tee "$OUTDIR/bench-pointwise.log" | tee -a "$LOG"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    if [ -n "${KILN_SWEEP:-}" ]; then
+      bounded "$K/bin/bench_pointwise" sweep 2>&1 | tee "$OUTDIR/bench-sweep.log" | tee -a "$LOG"
+    fi
+  fi
+  if [[ " $BENCHES " == *" reduction "* ]]; then
+    # The full log (kernel plans, checks, JSON lines) in its own file; the
+    # table lines and the summary in run.log.
+    # shellcheck disable=SC2086  # case substrings are separate arguments
+    bounded "$K/bin/bench_reduction" ${KILN_REDUCTION_CASES:-} 2>&1 | tee "$OUTDIR/bench-reduction.log" \
+      | grep -v '^JSON \|^  |' | tee -a "$LOG"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
 fi
 if [[ " $STAGES " == *" anchors "* ]]; then
-  echo "== anchors (floor.cu, anchors.py)" | tee -a "$OUTDIR/run.log"
-  (cd "$K/anchors" && nvcc -arch=sm_90 -O2 floor.cu -o floor -lcuda -lnvrtc 2>&1 && ./floor) 2>&1 \
-    | tee "$OUTDIR/floor.log" | tee -a "$OUTDIR/run.log"
-  # KILN_ANCHORS: "pointwise" (kiln's own trimmed anchor script, fast) or the
-  # arguments of shared/bench/anchors.py (launch, mem1, mem2, gemm, extra).
-  if [ "${KILN_ANCHORS:-pointwise}" = pointwise ]; then
-    (cd "$K/anchors" && PYTHONUNBUFFERED=1 timeout 400 python3 anchors_pointwise.py) 2>&1 \
-      | grep -v Warning | tee "$OUTDIR/anchors.log" | tee -a "$OUTDIR/run.log"
-  else
-    (cd "$K/anchors" && PYTHONUNBUFFERED=1 timeout 400 python3 anchors.py $KILN_ANCHORS) 2>&1 \
-      | grep -v Warning | tee "$OUTDIR/anchors.log" | tee -a "$OUTDIR/run.log"
+  stage_begin "${KILN_TIMEOUT_ANCHORS:-420}"
+  echo "== anchors (floor.cu; $ANCHORS)" | tee -a "$LOG"
+  # shellcheck disable=SC2016  # $1 expands in the inner shell
+  bounded bash -c 'cd "$1" && nvcc -arch=sm_90 -O2 floor.cu -o floor -lcuda -lnvrtc && ./floor' _ "$K/anchors" 2>&1 \
+    | tee "$OUTDIR/floor.log" | tee -a "$LOG"
+  shared_args=()
+  for a in $ANCHORS; do
+    case "$a" in
+      pointwise)
+        (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 python3 anchors_pointwise.py) 2>&1 \
+          | grep -v Warning | tee "$OUTDIR/anchors.log" | tee -a "$LOG"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+      reduction)
+        # The script stops starting torch.compile compiles when its budget
+        # is spent; give it what is left of the stage, less a margin.
+        budget=$(( $(left) - 45 ))
+        [ "$budget" -lt 0 ] && budget=0
+        (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 KILN_ANCHOR_BUDGET_S=$budget python3 anchors_reduction.py) 2>&1 \
+          | grep -v Warning | tee "$OUTDIR/anchors-reduction.log" | tee -a "$LOG"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+      *) shared_args+=("$a") ;;
+    esac
+  done
+  if [ "${#shared_args[@]}" -gt 0 ]; then
+    (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 python3 anchors.py "${shared_args[@]}") 2>&1 \
+      | grep -v Warning | tee "$OUTDIR/anchors-shared.log" | tee -a "$LOG"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
 fi
+echo "gpu-run: done in ${SECONDS} s, status $status" | tee -a "$LOG"
 exit $status

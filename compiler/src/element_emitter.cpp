@@ -270,7 +270,11 @@ std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
     case Op::Mul:
       return w.assign(std::string(f ? "arith.mulf " : "arith.muli ") + in(0, t) + ", " + in(1, t) + " : " + ty);
     case Op::Div:  // true division: the DSL made integer divisions f32
-      return w.assign("arith.divf " + in(0, t) + ", " + in(1, t) + " : f32");
+      // 16-bit outputs: the approximate division (2 ulp of f32) is far below
+      // their precision, and a divisor that is the same along a row (a
+      // softmax's sum) becomes one reciprocal per row.
+      return w.assign("arith.divf " + in(0, t) + ", " + in(1, t) +
+                      (options.approxTranscendentals ? " fastmath<arcp,afn>" : "") + " : f32");
     case Op::Pow:
       return f ? w.assign("math.powf " + in(0, t) + ", " + in(1, t) + " : f32") : intPow(w, t, in(0, t), in(1, t));
     case Op::Maximum:

@@ -42,6 +42,7 @@ struct ElementOptions {
   // the kernel is a 16-bit float, whose precision (2^-8 for bf16, 2^-11 for
   // f16) is coarser than the approximation. libdevice's accurate versions
   // cost ~20 instructions each, enough to make a bf16 kernel compute-bound.
+  // Division then takes the approximate form too.
   bool approxTranscendentals = false;
 };
 

@@ -33,7 +33,7 @@ Shape domainOf(const Graph& g) {
   throw Error("kiln: internal: a row-reduction kernel without a reduction");
 }
 
-enum class AccKind { Sum, Prod, Max, Min, ArgMax, ArgMin, Welford, Lse };
+enum class AccKind { Sum, Prod, Max, Min, ArgMax, ArgMin, Welford, Lse, SqDev };
 
 // One accumulator: what a thread carries along its share of a row.
 struct Acc {
@@ -44,6 +44,9 @@ struct Acc {
   DType type = DType::F32;  // the accumulation dtype (compute type of it)
   int level = 0;
   std::vector<std::string> types;  // MLIR types of the components
+  // Persistent variance in two passes over registers: a hidden sum (node -1)
+  // gives the mean, then SqDev sums the squared deviations from it.
+  int meanAcc = -1;                // SqDev: index of its hidden sum in accs_
 };
 
 class RowEmitter {
@@ -63,6 +66,11 @@ class RowEmitter {
   struct Ctx {
     MlirWriter* w = nullptr;
     std::map<std::string, std::string>* memo = nullptr;
+    // Raw vector loads: in the persistent form they outlive a level's memo
+    // (the row stays in registers in its storage type; what is computed
+    // from it is recomputed per level, which keeps 16-bit rows at half the
+    // registers).
+    std::map<std::string, std::string>* loads = nullptr;
     std::vector<std::string> cols;   // per slot: the column of lane 0 (i32)
   };
   std::string emitEntry(const std::string& entry, int vector);
@@ -119,7 +127,8 @@ class RowEmitter {
   // per entry
   MlirWriter* pre_ = nullptr;
   MlirWriter* row_ = nullptr;
-  std::map<std::string, std::string> preMemo_, rowMemo_, elemMemo_;
+  std::map<std::string, std::string> preMemo_, rowMemo_, elemMemo_, loadMemo_;
+  std::map<int, std::string> hiddenMean_;  // accs_ index of a hidden sum → mean
   std::map<int, std::string> argOf_;
   std::map<std::string, std::string> dimArg_;
   std::vector<std::string> outPtr_;
@@ -212,6 +221,7 @@ int RowEmitter::levelNeeded(int id) {
   if (isReduction(n.op)) {
     if (auto it = level_.find(id); it != level_.end()) return it->second;
     int l = levelNeeded(n.inputs[0]) + 1;
+    if (cfg_.persistent && (n.op == Op::Var || n.op == Op::Std)) ++l;  // mean, then squared deviations
     level_[id] = l;
     return l;
   }
@@ -293,6 +303,18 @@ void RowEmitter::buildAccumulators() {
       default:
         throw Error("kiln: internal: reduction " + std::string(opName(n.op)));
     }
+    if (a.kind == AccKind::Welford && cfg_.persistent) {
+      Acc mean;
+      mean.kind = AccKind::Sum;
+      mean.node = -1;
+      mean.operand = a.operand;
+      mean.type = DType::F32;
+      mean.level = a.level - 1;
+      mean.types = {"f32"};
+      accs_.push_back(mean);
+      a.kind = AccKind::SqDev;
+      a.meanAcc = static_cast<int>(accs_.size()) - 1;
+    }
     if (auto it = lsePartner.find(id); it != lsePartner.end()) {
       a.kind = AccKind::Lse;
       a.maxNode = it->second;
@@ -311,6 +333,9 @@ void RowEmitter::buildAccumulators() {
         break;
       case AccKind::Lse:
         a.types = {"f32", "f32"};  // running max, rescaled sum
+        break;
+      case AccKind::SqDev:
+        a.types = {"f32"};
         break;
       default:
         a.types = {ct};
@@ -394,7 +419,8 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
   if (vectorAccess(a)) {
     std::string vkey = "vload:" + a.key() + ":" + std::to_string(slot);
     std::string vec;
-    if (auto it = c.memo->find(vkey); it != c.memo->end()) {
+    std::map<std::string, std::string>& loads = c.loads ? *c.loads : *c.memo;
+    if (auto it = loads.find(vkey); it != loads.end()) {
       vec = it->second;
     } else {
       std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + c.cols[slot] +
@@ -402,7 +428,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
       int align = std::min(16, vector_ * dtypeSize(dt));
       vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) +
                      " : i64, invariant} : !llvm.ptr<1> -> vector<" + std::to_string(vector_) + "x" + st + ">");
-      (*c.memo)[vkey] = vec;
+      loads[vkey] = vec;
     }
     std::string e = w.assign("llvm.extractelement " + vec + "[" + w.integer(lane, "i32") + " : i32] : vector<" +
                              std::to_string(vector_) + "x" + st + ">");
@@ -550,6 +576,8 @@ std::vector<std::string> RowEmitter::identity(MlirWriter& w, const Acc& a) {
       return {w.f32(0.0), w.f32(0.0), w.f32(0.0)};
     case AccKind::Lse:
       return {w.f32(-INFINITY), w.f32(0.0)};
+    case AccKind::SqDev:
+      return {w.f32(0.0)};
   }
   return {};
 }
@@ -598,6 +626,7 @@ std::vector<std::string> RowEmitter::merge(MlirWriter& w, const Acc& a, const st
   const bool fl = ct == "f32";
   switch (a.kind) {
     case AccKind::Sum:
+    case AccKind::SqDev:
       return {w.assign(std::string(fl ? "arith.addf " : "arith.addi ") + x[0] + ", " + y[0] + " : " + ct)};
     case AccKind::Prod:
       return {w.assign(std::string(fl ? "arith.mulf " : "arith.muli ") + x[0] + ", " + y[0] + " : " + ct)};
@@ -632,7 +661,19 @@ std::vector<std::string> RowEmitter::accumulate(MlirWriter& w, const Acc& a, con
                                                 const std::vector<std::string>& cols, const std::string& valid) {
   std::vector<std::string> out;
   const int n = static_cast<int>(xs.size());
+  if (a.kind == AccKind::SqDev) {
+    std::vector<std::string> sq;
+    const std::string& mean = hiddenMean_.at(a.meanAcc);
+    for (const std::string& x : xs) {
+      std::string d = w.assign("arith.subf " + x + ", " + mean + " : f32");
+      sq.push_back(w.assign("arith.mulf " + d + ", " + d + " : f32"));
+    }
+    Acc sum = a;
+    sum.kind = AccKind::Sum;
+    return accumulate(w, sum, s, sq, cols, valid);
+  }
   switch (a.kind) {
+    case AccKind::SqDev:
     case AccKind::Sum:
     case AccKind::Prod:
     case AccKind::Max:
@@ -753,6 +794,10 @@ std::vector<std::string> RowEmitter::crossThread(MlirWriter& w, const Acc& a, st
 }
 
 void RowEmitter::finalize(MlirWriter& w, const Acc& a, const std::vector<std::string>& s) {
+  if (a.node < 0) {  // a hidden sum: the mean a variance needs
+    hiddenMean_[static_cast<int>(&a - accs_.data())] = w.assign("arith.divf " + s[0] + ", " + nAsF32(w) + " : f32");
+    return;
+  }
   const Node& n = g_.node(a.node);
   switch (a.kind) {
     case AccKind::Sum:
@@ -762,9 +807,11 @@ void RowEmitter::finalize(MlirWriter& w, const Acc& a, const std::vector<std::st
     case AccKind::ArgMin:
       rowValue_[a.node] = w.assign("arith.extui " + s[1] + " : i32 to i64");
       break;
-    case AccKind::Welford: {
+    case AccKind::Welford:
+    case AccKind::SqDev: {
+      const std::string& m2 = a.kind == AccKind::Welford ? s[2] : s[0];
       std::string div = w.assign("arith.subf " + nAsF32(w) + ", " + w.f32(static_cast<double>(n.correction)) + " : f32");
-      std::string var = w.assign("arith.divf " + s[2] + ", " + div + " : f32");
+      std::string var = w.assign("arith.divf " + m2 + ", " + div + " : f32");
       std::string bad = w.assign("arith.cmpf ole, " + div + ", " + w.f32(0.0) + " : f32");
       var = w.assign("arith.select " + bad + ", " + w.f32(NAN) + ", " + var + " : f32");
       rowValue_[a.node] = n.op == Op::Std ? w.assign("math.sqrt " + var + " : f32") : var;
@@ -791,6 +838,7 @@ static std::vector<std::string> laneValues(const std::function<std::string(int)>
 void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::string>& valid) {
   MlirWriter& w = *row_;
   Ctx& c = persistentCtx_;
+  elemMemo_.clear();
   int slot = 0;
   for (const Acc& a : accs_)
     if (a.level == level) {
@@ -1004,6 +1052,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   preMemo_.clear();
   rowMemo_.clear();
   elemMemo_.clear();
+  loadMemo_.clear();
+  hiddenMean_.clear();
   argOf_.clear();
   dimArg_.clear();
   outPtr_.clear();
@@ -1072,6 +1122,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     persistentCtx_ = Ctx{};
     persistentCtx_.w = &row;
     persistentCtx_.memo = &elemMemo_;
+    persistentCtx_.loads = &loadMemo_;
     for (int j = 0; j < chunks; ++j) {
       std::string col = j ? row.assign("arith.addi " + tv + ", " + row.integer(j * per, "i32") + " : i32") : tv;
       if ((j + 1) * per <= N) {
@@ -1088,6 +1139,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
+    elemMemo_.clear();
     for (int j = 0; j < chunks && !fullOutputs_.empty(); ++j) storeFull(persistentCtx_, j, valid[j]);
   } else {
     for (int level = 0; level <= maxLevel_; ++level) levelLooped(level);
@@ -1249,6 +1301,34 @@ int64_t nextPow2(int64_t v) {
   return p;
 }
 
+// True when no output has the domain's shape and every reduction needs at
+// most one pass over the row: no reduction consumes another one, except
+// sum(exp(a - max(a))), which the looped form computes online with its max.
+bool streamsOnce(const Graph& g, const Shape& domain) {
+  for (const GraphOutput& o : g.outputs())
+    if (g.node(o.node).shape == domain) return false;
+  std::function<bool(int)> needsReduction = [&](int id) {
+    const Node& n = g.node(id);
+    if (isReduction(n.op)) return true;
+    for (int i : n.inputs)
+      if (needsReduction(i)) return true;
+    return false;
+  };
+  for (int id : g.canonicalOrder()) {
+    const Node& n = g.node(id);
+    if (!isReduction(n.op) || !needsReduction(n.inputs[0])) continue;
+    const Node& e = g.node(n.inputs[0]);
+    bool lse = n.op == Op::Sum && e.op == Op::Exp && g.node(e.inputs[0]).op == Op::Sub;
+    if (lse) {
+      const Node& d = g.node(e.inputs[0]);
+      const Node& m = g.node(d.inputs[1]);
+      lse = m.op == Op::Max && m.keepdim && m.inputs[0] == d.inputs[0] && !needsReduction(d.inputs[0]);
+    }
+    if (!lse) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
@@ -1269,6 +1349,18 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   }
   const int64_t N = nd.size;
   while (c.vector > 1 && N % c.vector != 0) c.vector /= 2;
+  // Looped form: 16 elements per thread per step (4 x 16 B of f32, 2 x 16 B
+  // of bf16): enough bytes in flight without the registers of a deeper unroll.
+  c.unroll = std::max(1, 16 / c.vector);
+  if (streamsOnce(g, d)) {
+    // Nothing is written along the row and one pass computes everything:
+    // stream the row (no registers held), a few 16-byte loads per thread
+    // per step, and small blocks so that many rows are in flight per SM.
+    int64_t T = std::clamp<int64_t>(nextPow2((N + c.vector * c.unroll - 1) / (c.vector * c.unroll)), 32, 512);
+    c.persistent = false;
+    c.threadsPerRow = c.threads = static_cast<int>(T);
+    return c;
+  }
   // About two vectors per thread; the row stays in registers while a thread
   // holds at most 32 values.
   // 512 threads at most unless the row needs 1024 to stay in registers
@@ -1280,7 +1372,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   if (!c.persistent) T = 512;
   c.threadsPerRow = static_cast<int>(T);
   c.threads = T >= 32 ? static_cast<int>(T) : 128;
-  c.unroll = 4;
   return c;
 }
 

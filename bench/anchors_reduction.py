@@ -1,0 +1,236 @@
+"""Anchors for kiln's reduction benchmarks (bench/bench_reduction.cpp), run in
+the same device call: PyTorch eager, torch.compile and the hand-written
+Triton softmax and rmsnorm kernels of shared/bench/anchors.py, on exactly
+the cases of bench_reduction, with the same names, the same byte counts
+(every input read once, every output written once, weights and biases
+included) and the same input ranges.
+
+Timing: triton.testing.do_bench (median; it clears a 256 MB cache before
+every run, so it is an L2-flushed time like bench_reduction's). The small
+batches are also timed back to back without any flush (100 calls between
+two CUDA events, per call; median of 20 batches), as bench_reduction does.
+
+torch.compile: one compile per (op, shape, dtype), dynamic=False (shapes
+specialized, the strongest setting; shared/bench/anchors.py used the
+default, where a second shape can switch to a dynamic-shape kernel), and
+the recompile limit raised so that no case silently falls back to eager.
+A time budget (KILN_ANCHOR_BUDGET_S, default 330 s) skips the compiles that
+would start after it; each skip is printed.
+
+Usage: python3 anchors_reduction.py [substring...]  (cases whose name
+contains any substring; all by default). Writes $OUT/anchors_reduction.json
+(after every measurement)."""
+import json, os, sys, time
+import torch, triton, triton.language as tl
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+T0 = time.perf_counter()
+BUDGET_S = float(os.environ.get("KILN_ANCHOR_BUDGET_S", "330"))
+FILTERS = sys.argv[1:]
+dev = "cuda"
+results = []
+NOFLUSH = "(back to back, not flushed)"
+
+import torch._dynamo
+for _name in ("recompile_limit", "cache_size_limit"):
+    if hasattr(torch._dynamo.config, _name):
+        setattr(torch._dynamo.config, _name, 256)
+
+def elapsed():
+    return time.perf_counter() - T0
+
+def bench(fn):
+    return do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+def back_to_back(fn, calls=100, batches=20):
+    """Not flushed: `calls` calls back to back between two events, per call;
+    the median over `batches` (as bench_reduction's small cases). No event
+    per call, whose Python cost (~10 us) would swamp a small kernel."""
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(batches):
+        s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(calls):
+            fn()
+        e.record(); e.synchronize()
+        ts.append(s.elapsed_time(e) / calls)
+    ts.sort()
+    return 0.5 * (ts[(batches - 1) // 2] + ts[batches // 2])
+
+def save():
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "anchors_reduction.json"), "w") as f:
+            json.dump(results, f, indent=1)
+
+def report(op, impl, ms, nbytes, extra="", flushed=True, **more):
+    tbps = nbytes / (ms * 1e-3) / 1e12
+    r = {"op": op, "impl": impl, "median_us": round(ms * 1e3, 2), "TBps": round(tbps, 3), "flushed": flushed}
+    r.update(more)
+    results.append(r)
+    save()  # after every line, so a run cut short keeps what it measured
+    print(f"{op:40s} {impl:14s} {ms*1e3:9.1f} us  {tbps:.3f} TB/s {extra}", flush=True)
+
+def compile_or_skip(op, fn):
+    """torch.compile(fn) with Dynamo's caches reset first (one compiled entry
+    per case, so no guard walk over other shapes' entries adds host time);
+    None (printed) once the time budget is spent."""
+    if elapsed() > BUDGET_S:
+        print(f"{op:40s} torch.compile  SKIPPED (time budget {BUDGET_S:.0f} s spent)", flush=True)
+        return None
+    torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False)
+
+def timed_first_call(c, args):
+    t0 = time.perf_counter(); c(*args); torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+# --- hand-written Triton (shared/bench/anchors.py) ---
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(in_ptr + row * in_stride + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_stride + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+def triton_softmax(x):
+    M, N = x.shape
+    y = torch.empty_like(x)
+    BLOCK = triton.next_power_of_2(N)
+    nw = 4 if BLOCK <= 2048 else (8 if BLOCK <= 8192 else 16)
+    softmax_kernel[(M,)](y, x, x.stride(0), y.stride(0), N, BLOCK=BLOCK, num_warps=nw)
+    return y
+
+@triton.jit
+def rmsnorm_kernel(out_ptr, in_ptr, w_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(in_ptr + row * n_cols + offs, mask=mask, other=0.).to(tl.float32)
+    w = tl.load(w_ptr + offs, mask=mask, other=0.).to(tl.float32)
+    r = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(out_ptr + row * n_cols + offs, (x * r * w).to(out_ptr.dtype.element_ty), mask=mask)
+
+def triton_rmsnorm(x, w, eps=1e-6):
+    M, N = x.shape
+    y = torch.empty_like(x)
+    BLOCK = triton.next_power_of_2(N)
+    rmsnorm_kernel[(M,)](y, x, w, N, eps, BLOCK=BLOCK, num_warps=8 if BLOCK <= 8192 else 16)
+    return y
+
+# --- the ops, as in shared/bench/anchors.py ---
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+def rmsnorm(x, w, eps=1e-6):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
+
+def layernorm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)
+
+def rowsum(x):
+    return x.sum(-1)
+
+def cross_entropy(logits, target):
+    return F.cross_entropy(logits.float(), target)
+
+def residual_rmsnorm(x, r, w, eps=1e-6):
+    s = x + r
+    sf = s.float()
+    return s, (sf * torch.rsqrt(sf.pow(2).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
+
+def uniform(shape, dtype, lo, hi):
+    return (torch.rand(shape, device=dev, dtype=torch.float32) * (hi - lo) + lo).to(dtype)
+
+def tag(M, N, dtype):
+    return f"{M}x{N} {str(dtype).replace('torch.', '')}"
+
+def wanted(op):
+    return not FILTERS or any(f in op for f in FILTERS)
+
+def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False):
+    if not wanted(op):
+        return
+    report(op, "eager", bench(lambda: eager_fn(*args)), nbytes)
+    if small:
+        report(op, "eager", back_to_back(lambda: eager_fn(*args)), nbytes, NOFLUSH, flushed=False)
+    c = compile_or_skip(op, eager_fn)
+    if c is not None:
+        cold = timed_first_call(c, args)
+        report(op, "torch.compile", bench(lambda: c(*args)), nbytes, f"(cold compile {cold:.1f} s)",
+               cold_compile_s=round(cold, 2))
+        if small:
+            report(op, "torch.compile", back_to_back(lambda: c(*args)), nbytes, NOFLUSH, flushed=False)
+    if triton_fn is not None:
+        out = triton_fn(*args)
+        ref = eager_fn(*[a.float() for a in args]).float()
+        err = (out.float() - ref).abs().max().item()
+        report(op, "triton", bench(lambda: triton_fn(*args)), nbytes, f"(max abs err {err:.1e})")
+        if small:
+            report(op, "triton", back_to_back(lambda: triton_fn(*args)), nbytes, NOFLUSH, flushed=False)
+
+def run_rows(M, N, dtype):
+    t = tag(M, N, dtype)
+    names = [f"{o} [{t}]" for o in ("softmax(-1)", "layernorm", "rmsnorm", "sum(-1)")]
+    if not any(wanted(n) for n in names):
+        return
+    es = torch.tensor([], dtype=dtype).element_size()
+    MN = M * N * es
+    x = uniform((M, N), dtype, -2, 2)
+    w = uniform((N,), dtype, -1, 1); b = uniform((N,), dtype, -1, 1)
+    small_rows = N <= 65536  # the Triton kernels hold one row in registers
+    run_case(f"softmax(-1) [{t}]", softmax, (x,), 2 * MN, triton_softmax if small_rows else None)
+    run_case(f"layernorm [{t}]", layernorm, (x, w, b), 2 * MN + 2 * N * es)
+    run_case(f"rmsnorm [{t}]", rmsnorm, (x, w), 2 * MN + N * es, triton_rmsnorm if small_rows else None)
+    run_case(f"sum(-1) [{t}]", rowsum, (x,), MN + M * es)
+    if M == 32768 and N == 4096 and dtype == torch.bfloat16:
+        r = uniform((M, N), dtype, -2, 2)
+        run_case(f"residual+rmsnorm [{t}]", residual_rmsnorm, (x, r, w), 4 * MN + N * es)
+        del r
+    del x
+
+def run_cross_entropy(M, V):
+    op = f"cross_entropy [{tag(M, V, torch.bfloat16)}]"
+    if not wanted(op):
+        return
+    logits = uniform((M, V), torch.bfloat16, -2, 2)
+    target = torch.randint(0, V, (M,), device=dev)
+    run_case(op, cross_entropy, (logits, target), M * V * 2 + M * 8 + 4)
+    del logits
+
+def run_small(M):
+    t = tag(M, 4096, torch.bfloat16)
+    x = uniform((M, 4096), torch.bfloat16, -2, 2)
+    w = uniform((4096,), torch.bfloat16, -1, 1)
+    run_case(f"softmax(-1) [{t}]", softmax, (x,), 2 * M * 4096 * 2, triton_softmax, small=True)
+    run_case(f"rmsnorm [{t}]", rmsnorm, (x, w), 2 * M * 4096 * 2 + 4096 * 2, triton_rmsnorm, small=True)
+
+def run_copy():
+    a = torch.empty(1 << 30, device=dev, dtype=torch.uint8).fill_(1); b = torch.empty_like(a)
+    report("copy [1 GiB]", "torch copy_", bench(lambda: b.copy_(a)), 2 * a.numel())
+
+if __name__ == "__main__":
+    print(torch.__version__, triton.__version__, torch.cuda.get_device_name(), flush=True)
+    run_copy()
+    run_rows(32768, 4096, torch.bfloat16)
+    run_rows(32768, 4096, torch.float32)
+    run_rows(4096, 32768, torch.bfloat16)
+    run_rows(4096, 32768, torch.float32)
+    run_rows(1024, 262144, torch.float32)
+    run_cross_entropy(8192, 32768)
+    run_cross_entropy(8192, 128256)
+    for M in (1, 64, 512):
+        run_small(M)
+    print(f"anchors_reduction: {len(results)} measurements in {elapsed():.0f} s", flush=True)
+    save()
