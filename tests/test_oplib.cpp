@@ -97,7 +97,7 @@ TEST_CASE("softmax and log_softmax match their formulas on every row", "[oplib]"
   checkClose(outs[1].value, lsm, tolFor(dt));
 }
 
-TEST_CASE("softmax of a row holding -inf stays finite; a fully -inf row gives NaN", "[oplib]") {
+TEST_CASE("softmax of a row holding -inf stays finite, and a fully -inf row gives NaN", "[oplib]") {
   Graph g;
   Tensor x = g.input("x", DType::F32, {2, 3});
   g.output("y", softmax(x));

@@ -19,9 +19,12 @@ const char* kCompileHelp =
     "  --emit=mlir    the MLIR each kernel is emitted as\n"
     "  --emit=ptx     the PTX (MLIR's NVVM target, libdevice linked)\n"
     "  --emit=cubin   the cubin (binary: use -o)\n"
-    "  --json         one JSON object {\"kernels\": [...]}: per kernel name,\n"
-    "                 schedule, config, entries, registers, spills (bytes),\n"
-    "                 stack (bytes), compile_ms (graph -> cubin) and stages_ms\n"
+    "  --json         one JSON object: \"kernels\" (in launch order; per kernel\n"
+    "                 name, schedule, config, why, tensors, entries, registers,\n"
+    "                 spills (bytes), stack (bytes), compile_ms (graph ->\n"
+    "                 cubin) and stages_ms), \"workspace\" (the intermediates\n"
+    "                 between kernels: name, dtype, shape with dynamic dims as\n"
+    "                 names) and \"explain\" (the planner's account of the split)\n"
     "\n"
     "  --dim NAME=VALUE  specialize a dynamic dim to a static size; dims left\n"
     "                    unbound stay kernel parameters\n"
@@ -30,6 +33,20 @@ const char* kCompileHelp =
     "\n"
     "KILN_DUMP=graph,mlir,ptx (or all) prints the same stages from any program\n"
     "using kiln, to standard error.\n";
+
+namespace {
+
+// [N, 4096] as ["N", 4096]: dynamic dims by name, static ones as numbers.
+nlohmann::json shapeJson(const Shape& shape) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const Dim& d : shape) {
+    if (d.isStatic()) j.push_back(d.size);
+    else j.push_back(d.name);
+  }
+  return j;
+}
+
+}  // namespace
 
 int runCompile(int argc, char** argv) {
   int rc = 0;
@@ -64,6 +81,11 @@ int runCompile(int argc, char** argv) {
         j["schedule"] = k.schedule;
         j["config"] = nlohmann::json::parse(k.config);
         j["why"] = k.why;
+        nlohmann::json tensors = nlohmann::json::array();
+        for (const compiler::KernelTensor& t : k.tensors)
+          tensors.push_back({{"name", t.name}, {"dtype", std::string(dtypeName(t.dtype))},
+                             {"shape", shapeJson(t.shape)}, {"output", t.output}, {"workspace", t.workspace}});
+        j["tensors"] = tensors;
         nlohmann::json entries = nlohmann::json::array();
         int regs = 0, spills = 0, stack = 0;
         for (const compiler::ResourceReport& r : k.resources) {
@@ -83,7 +105,10 @@ int runCompile(int argc, char** argv) {
         j["stages_ms"] = stages;
         kernels.push_back(j);
       }
-      out = nlohmann::json{{"kernels", kernels}, {"explain", cg.explain}}.dump(2) + "\n";
+      nlohmann::json workspace = nlohmann::json::array();
+      for (const compiler::KernelTensor& t : cg.workspace)
+        workspace.push_back({{"name", t.name}, {"dtype", std::string(dtypeName(t.dtype))}, {"shape", shapeJson(t.shape)}});
+      out = nlohmann::json{{"kernels", kernels}, {"workspace", workspace}, {"explain", cg.explain}}.dump(2) + "\n";
     } else {
       for (const compiler::CompiledKernel& k : cg.kernels) {
         if (emit == "mlir") out += k.mlir;

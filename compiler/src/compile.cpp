@@ -110,11 +110,36 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       applyOverride(cfg, options.configOverride);
       PointwiseKernel pk = emitPointwise(kp.graph, group, cfg, name, options.variants);
       k = std::move(pk.kernel);
-      mlir = std::move(mlir);
+      mlir = std::move(pk.mlir);
     } else {
       name = "kiln_row" + std::to_string(i);
       RowConfig cfg = rowHeuristic(kp.graph, options);
       applyRowOverride(cfg, options.rowConfigOverride);
+      // A persistent row of 1024 threads (64 registers each) that spills is slower than the looped form: the
+      // heuristic's estimate of registers is checked against ptxas's report
+      // and the kernel rebuilt looped (tuning overrides are kept as given).
+      if (cfg.persistent && cfg.threadsPerRow >= 1024 && options.rowConfigOverride.empty()) {
+        RowKernel probe = emitRowReduction(kp.graph, cfg, name, options.variants);
+        GpuModule pm = GpuModule::parse(probe.mlir);
+        PtxOptions ppo;
+        ppo.chip = options.chip;
+        ppo.cudaHome = options.cudaHome;
+        PtxResult pp = lowerToPtx(pm, ppo);
+        CubinOptions pco;
+        pco.route = CubinRoute::Default;
+        if (!options.chip.empty() && std::isdigit(static_cast<unsigned char>(options.chip.back())) &&
+            nvJitLinkAvailable(options.cudaHome))
+          pco.route = CubinRoute::NvJitLink;
+        pco.cudaHome = options.cudaHome;
+        CubinResult pc = ptxToCubin(pp.ptx, options.chip, pco);
+        bool spills = false;
+        for (const KernelEntry& e : probe.kernel.entries)
+          if (const ResourceReport* r = pc.kernel(e.name)) spills = spills || r->spillStoreBytes > 0;
+        if (spills) {
+          cfg.persistent = false;
+          cfg.threadsPerRow = cfg.threads = 512;
+        }
+      }
       RowKernel rk = emitRowReduction(kp.graph, cfg, name, options.variants);
       k = std::move(rk.kernel);
       mlir = std::move(rk.mlir);

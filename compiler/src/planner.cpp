@@ -68,6 +68,32 @@ Graph normalizeReductions(const Graph& g) {
       p.inputs = {cur};
       cur = ng.addNode(std::move(p));
     }
+    bool dynamicReduced = false;
+    for (const Dim& d : reducedDims) dynamicReduced = dynamicReduced || d.isDynamic();
+    if (reducedDims.size() > 1 && dynamicReduced &&
+        (n.op == Op::Sum || n.op == Op::Mean || n.op == Op::Max || n.op == Op::Min || n.op == Op::Prod)) {
+      // Rows of equal length: reducing one axis at a time (the last first)
+      // gives the same value (a mean of equal-size means is the mean).
+      int prev = map.at(n.inputs[0]);
+      Shape shape = x.shape;
+      std::vector<int64_t> axes = n.axes;
+      for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
+        Node step = n;
+        step.inputs = {prev};
+        step.axes = {*a};
+        step.keepdim = true;
+        shape[*a] = Dim(int64_t{1});
+        step.shape = shape;
+        prev = ng.addNode(std::move(step));  // planGraph normalizes each step again
+      }
+      Node r;
+      r.op = Op::Reshape;
+      r.dtype = n.dtype;
+      r.shape = n.shape;
+      r.inputs = {prev};
+      map[id] = ng.addNode(std::move(r));
+      continue;
+    }
     if (reducedDims.size() != 1) {
       int64_t len = 1;
       for (const Dim& d : reducedDims) {
@@ -111,6 +137,7 @@ struct KernelInfo {
   KernelPlan::Kind kind;
   Shape domain;          // row groups: the reductions' operand shape; pointwise: the shape
   std::string key;       // pointwise: shape + stage
+  bool permuted = false; // row groups: the rows are a permuted view of the reduced value
   std::vector<int> roots;            // nodes computed and stored, in order
   std::set<int> deps;                // kernels that must run first
   std::vector<std::string> notes;    // why
@@ -144,6 +171,7 @@ class Planner {
   std::vector<int> materialized_;  // in first-materialized order
   std::map<int, std::string> wsName_;
   std::vector<std::pair<int, int>> work_;  // (root, kernel) to cut
+  std::set<std::pair<int, int>> reads_;    // (kernel, node): read from the workspace
 };
 
 // The row groups whose reductions a node's value needs (through elementwise
@@ -168,11 +196,18 @@ bool Planner::fits(int id, int k) const {
   if (ki.kind != KernelPlan::Kind::RowReduction) return false;
   const Shape& s = g_.node(id).shape;
   const Shape& d = ki.domain;
-  if (s == d) return true;
-  Shape rows(d.begin(), d.end() - 1);
-  if (s == rows) return true;
-  rows.push_back(Dim(int64_t{1}));
-  return s == rows;
+  // A full-shaped value is stored in the domain's layout, which is the
+  // value's own only when the rows were not made by a permute.
+  if (s == d) return !ki.permuted;
+  // One value per row, in any shape with the rows' layout (unit dims added
+  // or dropped anywhere).
+  auto nonUnit = [](const Shape& x) {
+    Shape out;
+    for (const Dim& dim : x)
+      if (!isUnit(dim)) out.push_back(dim);
+    return out;
+  };
+  return nonUnit(s) == nonUnit(Shape(d.begin(), d.end() - 1));
 }
 
 std::set<int> Planner::inputsOf(int id) {
@@ -206,6 +241,11 @@ int Planner::pointwiseKernel(const Shape& s, const std::string& stage) {
   ki.kind = KernelPlan::Kind::Pointwise;
   ki.domain = s;
   ki.key = key;
+  for (const KernelInfo& other : kernels_)
+    if (other.kind == KernelPlan::Kind::Pointwise && !(other.domain == s)) {
+      ki.notes.push_back("outputs of different shapes need different iteration spaces: one kernel per shape");
+      break;
+    }
   kernels_.push_back(std::move(ki));
   return static_cast<int>(kernels_.size()) - 1;
 }
@@ -241,7 +281,10 @@ void Planner::materialize(int id, int owner, int consumer, const std::string& re
                                        std::string(opName(n.op)) + " node) is written by kernel {K" +
                                        std::to_string(owner) + "} and read here: " + reason);
   }
-  if (owner_.at(id) != consumer) kernels_[consumer].deps.insert(owner_.at(id));
+  if (owner_.at(id) != consumer) {
+    kernels_[consumer].deps.insert(owner_.at(id));
+    reads_.insert({consumer, id});
+  }
 }
 
 // Walks what kernel `kernel` computes for node `id`, materializing the
@@ -250,8 +293,14 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   if (!seen.insert({id, kernel}).second) return;
   const Node& n = g_.node(id);
   if (n.op == Op::Input || n.op == Op::Scalar || n.op == Op::Constant || n.op == Op::Iota) return;
-  if (auto it = owner_.find(id); it != owner_.end() && it->second != kernel) {
+  // A value another kernel stores is read back only where this kernel could
+  // not compute it itself (reading what a later kernel writes would be a
+  // cycle).
+  std::set<int> foreign = coneGroups(id);
+  foreign.erase(kernel);
+  if (auto it = owner_.find(id); it != owner_.end() && it->second != kernel && !foreign.empty()) {
     kernels_[kernel].deps.insert(it->second);
+    reads_.insert({kernel, id});
     return;
   }
   const KernelInfo& ki = kernels_[kernel];
@@ -263,8 +312,6 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   }
   // A value needing reductions of other kernels: store it from the kernel
   // that can compute it, as high up the expression as possible.
-  std::set<int> foreign = coneGroups(id);
-  foreign.erase(kernel);
   if (!foreign.empty() && !coneGroups(id).count(kernel)) {
     int owner = ownerFor(id, false);
     if (owner != kernel) {
@@ -309,7 +356,9 @@ Plan Planner::run() {
     const std::set<int>& needs = coneGroups(n.inputs[0]);
     int chosen = -1;
     for (int k = static_cast<int>(kernels_.size()) - 1; k >= 0; --k) {
-      if (kernels_[k].kind != KernelPlan::Kind::RowReduction || !(kernels_[k].domain == domain)) continue;
+      if (kernels_[k].kind != KernelPlan::Kind::RowReduction || !(kernels_[k].domain == domain) ||
+          kernels_[k].permuted != (g_.node(n.inputs[0]).op == Op::Permute))
+        continue;
       bool ok = true;
       for (int d : needs) ok = ok && (d == k || d < k);
       if (ok) chosen = k;
@@ -319,6 +368,7 @@ Plan Planner::run() {
       KernelInfo ki;
       ki.kind = KernelPlan::Kind::RowReduction;
       ki.domain = domain;
+      ki.permuted = g_.node(n.inputs[0]).op == Op::Permute;
       kernels_.push_back(std::move(ki));
       chosen = static_cast<int>(kernels_.size()) - 1;
       if (!needs.empty())
@@ -394,11 +444,9 @@ Plan Planner::run() {
     std::set<int> needed;
     std::set<int> wsReads;
     std::function<void(int, bool)> mark = [&](int id, bool root) {
-      if (!root) {
-        if (auto it = owner_.find(id); it != owner_.end() && it->second != k) {
-          wsReads.insert(id);
-          return;
-        }
+      if (!root && reads_.count({k, id})) {
+        wsReads.insert(id);
+        return;
       }
       if (!needed.insert(id).second) return;
       for (int i : g_.node(id).inputs) mark(i, false);
@@ -454,7 +502,9 @@ Plan Planner::run() {
 }  // namespace
 
 Plan planGraph(const Graph& g) {
-  Graph ng = normalizeReductions(g);
+  // Twice: the first pass may split a reduction into single-axis steps that
+  // the second moves to the last axis.
+  Graph ng = normalizeReductions(normalizeReductions(g));
   Planner p(ng);
   return p.run();
 }

@@ -82,6 +82,21 @@ class RowEmitter {
   std::string leadIndex(int axis);  // i64 index of leading domain axis `axis` for this row
   std::string poly(const Poly& p);  // i64, in the entry block
   bool vectorAccess(const Access& a) const;
+  // The frame of a one-value-per-row output: its non-unit axes are the
+  // domain's non-unit leading axes in order (the rows' memory layout).
+  Frame rowFrame(const Shape& s, const std::string& name, DType dt) const {
+    Frame f(s.size());
+    int j = 0;
+    for (size_t a = 0; a < s.size(); ++a) {
+      if (isUnit(s[a])) continue;
+      while (j + 1 < k_ && isUnit(dom_[j])) ++j;
+      if (j + 1 >= k_ || !(dom_[j] == s[a]))
+        throw Error("kiln: internal: output " + name + " " + typeToString(dt, s) + " does not fit the row domain " +
+                    shapeToString(dom_));
+      f[a] = Axis{j++, 1, 0};
+    }
+    return f;
+  }
 
   // accumulators
   std::vector<std::string> identity(MlirWriter& w, const Acc& a);
@@ -1154,8 +1169,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     std::vector<std::string> vals;
     for (int o : rowOutputs_) {
       const Node& n = g_.node(g_.outputs()[o].node);
-      Frame f(n.shape.size());
-      for (int j = 0; j + 1 < k_ && j < n.rank(); ++j) f[j] = Axis{j, 1, 0};
+      Frame f = rowFrame(n.shape, g_.outputs()[o].name, n.dtype);
       vals.push_back(storeConvert(row, rowValue(g_.outputs()[o].node, f), n.dtype));
     }
     std::string first = row.assign("arith.cmpi eq, " + t_ + ", " + row.integer(0, "i32") + " : i32");
@@ -1196,15 +1210,8 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
       fullOutputs_.push_back(static_cast<int>(o));
       collect(g_.outputs()[o].node, identityFrame(k_));
     } else {
-      Shape keep = rows;
-      keep.push_back(Dim(int64_t{1}));
-      if (!(n.shape == rows) && !(n.shape == keep))
-        throw Error("kiln: internal: output " + g_.outputs()[o].name + " " + typeToString(n.dtype, n.shape) +
-                    " does not fit the row domain " + shapeToString(dom_));
       rowOutputs_.push_back(static_cast<int>(o));
-      Frame f(n.shape.size());
-      for (int j = 0; j + 1 < k_ && j < n.rank(); ++j) f[j] = Axis{j, 1, 0};
-      collect(g_.outputs()[o].node, f);
+      collect(g_.outputs()[o].node, rowFrame(n.shape, g_.outputs()[o].name, n.dtype));
     }
   }
   auto byParam = [&](int a, int b) {

@@ -39,6 +39,15 @@ void requireLastDimVector(std::string_view op, std::string_view what, const Tens
                  dimToString(x.shape().back()) + "]", loc);
 }
 
+// The axis of a row op, checked here so that the error names the op the
+// user called (softmax), not the max inside it.
+void requireAxis(std::string_view op, const Tensor& x, int64_t axis, const Loc& loc) {
+  const int64_t r = x.rank();
+  if (r == 0 || axis < -r || axis >= r)
+    fail(std::string(op) + "(" + typeToString(x.dtype(), x.shape()) + ")",
+         "axis " + std::to_string(axis) + " is out of range; expected an axis in [" + std::to_string(-r) + ", " + std::to_string(r - 1) + "]", loc);
+}
+
 }  // namespace
 
 Tensor gelu(const Tensor& x, GeluApproximation approx, Loc loc) {
@@ -71,6 +80,7 @@ Tensor swiglu(const Tensor& a, const Tensor& b, Loc loc) {
 
 Tensor softmax(const Tensor& x, int64_t axis, Loc loc) {
   requireFloat("softmax", "x", x, loc);
+  requireAxis("softmax", x, axis, loc);
   Tensor v = toOpmath(x, loc);
   Tensor m = max(v, axis, true, loc);
   Tensor e = exp(sub(v, m, loc), loc);
@@ -80,6 +90,7 @@ Tensor softmax(const Tensor& x, int64_t axis, Loc loc) {
 
 Tensor log_softmax(const Tensor& x, int64_t axis, Loc loc) {
   requireFloat("log_softmax", "x", x, loc);
+  requireAxis("log_softmax", x, axis, loc);
   Tensor v = toOpmath(x, loc);
   Tensor m = max(v, axis, true, loc);
   Tensor shifted = sub(v, m, loc);

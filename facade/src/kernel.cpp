@@ -1,14 +1,18 @@
 #include "kiln/kernel.h"
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
+#include "kernel_internal.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/driver.h"
 #include "kiln/runtime/launch.h"
 #include "kiln/runtime/module.h"
+#include "workspace.h"
 
 namespace kiln {
 
@@ -33,7 +37,10 @@ int indexOf(const std::vector<T>& v, const T& x) {
 struct PreparedKernel {
   const compiler::CompiledKernel* ck = nullptr;
   std::unique_ptr<rt::ArgPacker> packer;
-  std::vector<int> tensorMap;  // kernel tensor -> graph tensor
+  // Kernel tensor i is graph tensor tensorMap[i] (a parameter or an output
+  // of the graph) or, where that is -1, workspace tensor workspaceMap[i].
+  std::vector<int> tensorMap;
+  std::vector<int> workspaceMap;
   std::vector<int> dimMap;     // kernel dim -> graph dim
   std::vector<int> scalarMap;  // kernel scalar -> graph scalar
   bool identity = false;       // the kernel's signature is the graph's
@@ -41,6 +48,11 @@ struct PreparedKernel {
   std::vector<int> iterDims;   // kernel dim indices multiplying the iteration count
   rt::Module module;
   rt::Function vectorized, scalar;
+  // The first compile built this kernel's scalar entry too (a kernel may
+  // have no vectorized entry at all). Set before the modules count as
+  // loaded and never changed after, so launches read it without a lock;
+  // otherwise `scalar` is filled in by loadScalarEntries.
+  bool ownScalar = false;
 };
 
 struct Kernel::Impl {
@@ -55,6 +67,9 @@ struct Kernel::Impl {
   rt::KernelSignature sig;
   std::unique_ptr<rt::ArgPacker> packer;
   std::vector<PreparedKernel> kernels;
+  // The intermediates between kernels (CompiledGraph::workspace); null when
+  // there are none, as for every single-kernel graph.
+  std::unique_ptr<facade::Workspace> workspace;
   std::atomic<bool> loaded{false};
   std::mutex loadMutex;
   std::string chip;
@@ -62,31 +77,74 @@ struct Kernel::Impl {
 
 namespace {
 
+// Lets the function take the kernel's dynamic shared memory. Above 48 KiB a
+// kernel must opt in; doing it for any amount is harmless, and a request
+// beyond what the device allows then fails here, at load, naming the
+// kernel, rather than as an opaque launch failure.
+void allowSharedBytes(const rt::Function& f, const compiler::LaunchGeometry& lg) {
+  if (f && lg.sharedBytes > 0) f.setMaxDynamicSharedBytes(lg.sharedBytes);
+}
+
 void loadModules(Kernel::Impl& impl) {
   for (PreparedKernel& pk : impl.kernels) {
     const auto* bytes = reinterpret_cast<const uint8_t*>(pk.ck->cubin.data());
     pk.module = rt::Module::load(std::span<const uint8_t>(bytes, pk.ck->cubin.size()), pk.ck->name);
     for (const compiler::KernelEntry& e : pk.ck->entries) {
       rt::Function f = pk.module.function(e.name);
+      allowSharedBytes(f, pk.ck->launch);
       if (e.vectorized) pk.vectorized = f;
       else pk.scalar = f;
     }
+    pk.ownScalar = static_cast<bool>(pk.scalar);
     if (!pk.vectorized) pk.vectorized = pk.scalar;
   }
   impl.loaded = true;
 }
 
-// The scalar entries of every kernel, built and loaded once, on demand.
+[[noreturn]] void planMismatch(size_t k, const compiler::CompiledKernel& a, const compiler::CompiledKernel& b,
+                               const std::string& what) {
+  throw Error("kiln: internal error: the scalar-entry compile planned kernel " + std::to_string(k) + " ('" +
+              a.name + "') differently from the first compile ('" + b.name + "'): " + what +
+              "; the scalar entry cannot stand in for the vectorized one");
+}
+
+// The scalar entries of the kernels that lack one, built and loaded once,
+// on demand. The graph is compiled again with only scalar entries; the plan
+// is deterministic, so its kernels match the first compile's position by
+// position, which is checked (names, tensors, launch geometry) because the
+// launch uses the first compile's geometry and tensor mapping.
 void loadScalarEntries(Kernel::Impl& impl) {
   std::call_once(impl.scalarOnce, [&] {
+    bool needed = false;
+    for (const PreparedKernel& pk : impl.kernels) needed = needed || !pk.ownScalar;
+    if (!needed) return;
     compiler::CompileOptions co = impl.options;
     co.variants = compiler::EntryVariants::ScalarOnly;
     impl.scalarCompiled = compiler::compileGraph(impl.graph, co);
+    if (impl.scalarCompiled.kernels.size() != impl.kernels.size())
+      throw Error("kiln: internal error: the scalar-entry compile made " +
+                  std::to_string(impl.scalarCompiled.kernels.size()) + " kernels, the first compile " +
+                  std::to_string(impl.kernels.size()));
     for (size_t i = 0; i < impl.kernels.size(); ++i) {
-      const compiler::CompiledKernel& ck = impl.scalarCompiled.kernels.at(i);
+      PreparedKernel& pk = impl.kernels[i];
+      if (pk.ownScalar) continue;
+      const compiler::CompiledKernel& ck = impl.scalarCompiled.kernels[i];
+      const compiler::LaunchGeometry &a = ck.launch, &b = pk.ck->launch;
+      if (ck.name != pk.ck->name) planMismatch(i, ck, *pk.ck, "another name");
+      if (ck.tensors.size() != pk.ck->tensors.size()) planMismatch(i, ck, *pk.ck, "other tensors");
+      for (size_t t = 0; t < ck.tensors.size(); ++t)
+        if (ck.tensors[t].name != pk.ck->tensors[t].name) planMismatch(i, ck, *pk.ck, "other tensors");
+      if (a.threadsPerBlock != b.threadsPerBlock || a.elementsPerBlock != b.elementsPerBlock ||
+          a.maxBlocks != b.maxBlocks || a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape)
+        planMismatch(i, ck, *pk.ck, "another launch geometry");
+      const compiler::KernelEntry* entry = nullptr;
+      for (const compiler::KernelEntry& e : ck.entries)
+        if (!e.vectorized) entry = &e;
+      if (!entry) planMismatch(i, ck, *pk.ck, "no scalar entry");
       const auto* bytes = reinterpret_cast<const uint8_t*>(ck.cubin.data());
       impl.scalarModules.push_back(rt::Module::load(std::span<const uint8_t>(bytes, ck.cubin.size()), ck.name));
-      impl.kernels[i].scalar = impl.scalarModules.back().function(ck.entries.at(0).name);
+      pk.scalar = impl.scalarModules.back().function(entry->name);
+      allowSharedBytes(pk.scalar, ck.launch);
     }
   });
 }
@@ -101,23 +159,50 @@ void ensureLoaded(Kernel::Impl& impl) {
   loadModules(impl);
 }
 
-std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& options, const std::string& chip) {
-  auto impl = std::make_shared<Kernel::Impl>();
-  impl->chip = chip;
-  impl->graph = bindDims(graph, {});  // a private copy: the caller may keep adding nodes
-  compiler::CompileOptions& co = impl->options;
-  co.chip = chip;
-  co.route = options.route;
-  co.keepText = options.keepText;
-  co.configOverride = options.configOverride;
-  co.variants = compiler::EntryVariants::VectorOnly;
-  if (rt::driverAvailable()) co.smCount = rt::Device::current().properties().smCount;
-  impl->compiled = compiler::compileGraph(graph, co);
+// A compiled kernel that does not fit the graph it was compiled from: a bug
+// in the planner (or in a hand-written plan), reported before any launch.
+[[noreturn]] void misfit(const compiler::CompiledKernel& ck, const std::string& problem) {
+  throw Error("kiln: internal error: compiled kernel '" + ck.name + "' does not fit its graph: " + problem);
+}
 
-  // The graph-level signature.
-  rt::KernelSignature& sig = impl->sig;
+// The graph tensor a kernel tensor stands for: the parameter or output of
+// that name and direction, or, for a kernel input, a graph output that an
+// earlier kernel wrote (names are unique among a graph's parameters and
+// outputs). -1 when there is none.
+int graphTensorOf(const rt::KernelSignature& sig, const compiler::KernelTensor& t) {
+  for (size_t i = 0; i < sig.tensors.size(); ++i)
+    if (sig.tensors[i].name == t.name && sig.tensors[i].isOutput == t.output) return static_cast<int>(i);
+  if (!t.output)
+    for (size_t i = 0; i < sig.tensors.size(); ++i)
+      if (sig.tensors[i].name == t.name) return static_cast<int>(i);
+  return -1;
+}
+
+// The workspace tensors in the facade's terms (dims as graph dim indices).
+std::unique_ptr<facade::Workspace> makeWorkspace(const compiler::CompiledGraph& cg, const rt::KernelSignature& sig) {
+  if (cg.workspace.empty()) return nullptr;
+  std::vector<facade::WorkspaceTensor> tensors;
+  for (const compiler::KernelTensor& t : cg.workspace) {
+    facade::WorkspaceTensor w{t.name, t.dtype, {}};
+    for (const Dim& d : t.shape) {
+      const int gi = d.isStatic() ? -1 : sig.findDim(d.name);
+      if (d.isDynamic() && gi < 0)
+        throw Error("kiln: internal error: workspace tensor '" + t.name + "' has the dim " + d.name +
+                    ", which is not a dynamic dim of the graph");
+      w.shape.push_back({d.isStatic() ? d.size : 0, gi});
+    }
+    tensors.push_back(std::move(w));
+  }
+  return std::make_unique<facade::Workspace>(std::move(tensors));
+}
+
+// Everything after compiling: the graph-level signature and packer, one
+// PreparedKernel per kernel with its mapping onto the graph's arguments and
+// the workspace, and the modules when a driver is present.
+void prepare(Kernel::Impl& impl) {
+  const Graph& graph = impl.graph;
+  rt::KernelSignature& sig = impl.sig;
   sig.kernel = "graph";
-  std::vector<std::string> scalarNames;
   for (int id : graph.params()) {
     const Node& n = graph.node(id);
     if (n.op == Op::Input) sig.tensors.push_back({n.name, n.dtype, toRtShape(n.shape), false, 1, true, false});
@@ -128,9 +213,13 @@ std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& op
     sig.tensors.push_back({o.name, n.dtype, toRtShape(n.shape), true, 1, true, false});
   }
   for (const std::string& d : graph.dynamicDims()) sig.dims.push_back({d});
-  impl->packer = std::make_unique<rt::ArgPacker>(sig);
+  impl.packer = std::make_unique<rt::ArgPacker>(sig);
 
-  for (const compiler::CompiledKernel& ck : impl->compiled.kernels) {
+  const std::vector<compiler::KernelTensor>& ws = impl.compiled.workspace;
+  impl.workspace = makeWorkspace(impl.compiled, sig);
+  std::vector<bool> written(ws.size(), false);
+
+  for (const compiler::CompiledKernel& ck : impl.compiled.kernels) {
     PreparedKernel pk;
     pk.ck = &ck;
     rt::KernelSignature ks;
@@ -138,23 +227,38 @@ std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& op
     for (const compiler::KernelTensor& t : ck.tensors) {
       ks.tensors.push_back({t.name, t.dtype, toRtShape(t.shape), t.output,
                             static_cast<unsigned>(t.alignment > 1 ? t.alignment : 1), true, false});
-      int gi = -1;
-      for (size_t i = 0; i < sig.tensors.size(); ++i)
-        if (sig.tensors[i].name == t.name && sig.tensors[i].isOutput == t.output) gi = static_cast<int>(i);
+      int gi = -1, wi = -1;
+      if (t.workspace) {
+        for (size_t i = 0; i < ws.size(); ++i)
+          if (ws[i].name == t.name) wi = static_cast<int>(i);
+        if (wi < 0) misfit(ck, "tensor '" + t.name + "' is a workspace tensor the graph's workspace list lacks");
+        const compiler::KernelTensor& w = ws[static_cast<size_t>(wi)];
+        if (w.dtype != t.dtype || w.shape != t.shape)
+          misfit(ck, "workspace tensor '" + t.name + "' is " + typeToString(t.dtype, t.shape) + " here but " +
+                         typeToString(w.dtype, w.shape) + " in the workspace list");
+        if (t.output) written[static_cast<size_t>(wi)] = true;
+        else if (!written[static_cast<size_t>(wi)])
+          misfit(ck, "it reads workspace tensor '" + t.name + "' before any kernel writes it");
+      } else {
+        gi = graphTensorOf(sig, t);
+        if (gi < 0)
+          misfit(ck, std::string(t.output ? "output" : "input") + " tensor '" + t.name +
+                         "' is neither a parameter nor an output of the graph, and not a workspace tensor");
+      }
       pk.tensorMap.push_back(gi);
+      pk.workspaceMap.push_back(wi);
     }
     for (const std::string& d : ck.dims) {
       ks.dims.push_back({d});
-      int gi = -1;
-      for (size_t i = 0; i < sig.dims.size(); ++i)
-        if (sig.dims[i].name == d) gi = static_cast<int>(i);
-      pk.dimMap.push_back(gi);
+      pk.dimMap.push_back(sig.findDim(d));
+      if (pk.dimMap.back() < 0) misfit(ck, "dim " + d + " is not a dynamic dim of the graph");
     }
     for (const compiler::KernelScalar& s : ck.scalars) {
       ks.scalars.push_back({s.name, s.dtype});
       pk.scalarMap.push_back(sig.findScalar(s.name));
+      if (pk.scalarMap.back() < 0) misfit(ck, "scalar '" + s.name + "' is not a scalar of the graph");
     }
-    pk.identity = impl->compiled.kernels.size() == 1 && ks.tensors.size() == sig.tensors.size() &&
+    pk.identity = impl.compiled.kernels.size() == 1 && ks.tensors.size() == sig.tensors.size() &&
                   ks.dims.size() == sig.dims.size() && ks.scalars.size() == sig.scalars.size();
     for (size_t i = 0; pk.identity && i < pk.tensorMap.size(); ++i) pk.identity = pk.tensorMap[i] == static_cast<int>(i);
     for (size_t i = 0; pk.identity && i < pk.dimMap.size(); ++i) pk.identity = pk.dimMap[i] == static_cast<int>(i);
@@ -162,11 +266,33 @@ std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& op
     for (const Dim& d : ck.launch.iterShape) {
       if (d.isStatic()) pk.staticIter *= d.size;
       else pk.iterDims.push_back(indexOf(ck.dims, d.name));
+      if (!pk.iterDims.empty() && pk.iterDims.back() < 0)
+        misfit(ck, "its launch iterates over dim " + d.name + ", which it does not take");
     }
     pk.packer = std::make_unique<rt::ArgPacker>(std::move(ks));
-    impl->kernels.push_back(std::move(pk));
+    impl.kernels.push_back(std::move(pk));
   }
-  if (rt::driverAvailable()) loadModules(*impl);
+  if (rt::driverAvailable()) loadModules(impl);
+}
+
+std::shared_ptr<Kernel::Impl> newImpl(const Graph& graph, const CompileOptions& options, const std::string& chip) {
+  auto impl = std::make_shared<Kernel::Impl>();
+  impl->chip = chip;
+  impl->graph = bindDims(graph, {});  // a private copy: the caller may keep adding nodes
+  compiler::CompileOptions& co = impl->options;
+  co.chip = chip;
+  co.route = options.route;
+  co.keepText = options.keepText;
+  co.configOverride = options.configOverride;
+  co.variants = compiler::EntryVariants::VectorOnly;
+  if (rt::driverAvailable()) co.smCount = rt::Device::current().properties().smCount;
+  return impl;
+}
+
+std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& options, const std::string& chip) {
+  auto impl = newImpl(graph, options, chip);
+  impl->compiled = compiler::compileGraph(graph, impl->options);
+  prepare(*impl);
   return impl;
 }
 
@@ -198,8 +324,62 @@ void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock&
     rt::launch(pk.vectorized, cfg, block);
     return;
   }
-  loadScalarEntries(impl);  // once; a cheap check afterwards
+  if (!pk.ownScalar) loadScalarEntries(impl);  // once; a cheap check afterwards
   rt::launch(pk.scalar, cfg, block);
+}
+
+// Several kernels, in order, each with its share of the graph's arguments
+// (already checked against the graph as a whole in `full`) and its
+// workspace tensors. The workspace stays leased until the last kernel is
+// enqueued, so no other launch of this Kernel can move it in between.
+void launchKernels(Kernel::Impl& impl, std::span<const TensorView> tensors, std::span<const ScalarArg> scalars,
+                   const rt::ArgBlock& full, void* stream) {
+  std::optional<facade::Workspace::Lease> lease;
+  if (impl.workspace) {
+    std::array<int64_t, rt::ArgBlock::kMaxParams> dims;
+    const size_t numDims = impl.sig.dims.size();
+    for (size_t d = 0; d < numDims; ++d) dims[d] = full.dimValue(d);
+    lease.emplace(impl.workspace->acquire(std::span<const int64_t>(dims.data(), numDims)));
+  }
+  std::array<const TensorView*, 64> views;  // an ArgPacker takes at most 64 tensors
+  std::array<int64_t, rt::ArgBlock::kMaxParams> kdims;
+  std::array<ScalarArg, rt::ArgBlock::kMaxParams> kscalars;
+  for (const PreparedKernel& pk : impl.kernels) {
+    for (size_t i = 0; i < pk.tensorMap.size(); ++i)
+      views[i] = pk.tensorMap[i] >= 0 ? &tensors[static_cast<size_t>(pk.tensorMap[i])]
+                                      : &lease->view(static_cast<size_t>(pk.workspaceMap[i]));
+    for (size_t i = 0; i < pk.dimMap.size(); ++i) kdims[i] = full.dimValue(static_cast<size_t>(pk.dimMap[i]));
+    for (size_t i = 0; i < pk.scalarMap.size(); ++i) kscalars[i] = scalars[static_cast<size_t>(pk.scalarMap[i])];
+    rt::ArgBlock block;
+    pk.packer->pack(block, std::span<const TensorView* const>(views.data(), pk.tensorMap.size()),
+                    std::span<const int64_t>(kdims.data(), pk.dimMap.size()),
+                    std::span<const ScalarArg>(kscalars.data(), pk.scalarMap.size()));
+    launchOne(impl, pk, block, stream);
+  }
+}
+
+// "in x bf16[N, 4096], b bf16[4096]; out y bf16[N, 4096]" (workspace
+// tensors marked).
+std::string describeTensors(const compiler::CompiledKernel& k) {
+  std::string in, out;
+  for (const compiler::KernelTensor& t : k.tensors) {
+    std::string& s = t.output ? out : in;
+    s += (s.empty() ? "" : ", ") + t.name + " " + typeToString(t.dtype, t.shape) + (t.workspace ? " (workspace)" : "");
+  }
+  return "in " + (in.empty() ? "-" : in) + "; out " + (out.empty() ? "-" : out);
+}
+
+// Indents every line of `text` by `prefix`.
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += prefix + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -218,6 +398,18 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
   return Kernel(impl);
 }
 
+namespace detail {
+
+Kernel kernelFromCompiled(const Graph& graph, compiler::CompiledGraph compiled, const std::string& chip,
+                          const CompileOptions& options) {
+  auto impl = newImpl(graph, options, chip);
+  impl->compiled = std::move(compiled);
+  prepare(*impl);
+  return Kernel(impl);
+}
+
+}  // namespace detail
+
 void Kernel::launch(std::span<const TensorView> tensors, std::span<const int64_t> dims,
                     std::span<const ScalarArg> scalars, void* stream) const {
   if (!impl_) throw Error("kiln: launch of an empty Kernel handle (use kiln::compile)");
@@ -235,19 +427,7 @@ void Kernel::launch(std::span<const TensorView> tensors, std::span<const int64_t
   rt::ArgBlock full;
   impl_->packer->pack(full, tensors, dims, scalars);
   ensureLoaded(*impl_);
-  for (const PreparedKernel& pk : impl_->kernels) {
-    const TensorView* views[64];
-    int64_t kdims[64];
-    ScalarArg kscalars[64];
-    for (size_t i = 0; i < pk.tensorMap.size(); ++i) views[i] = &tensors[pk.tensorMap[i]];
-    for (size_t i = 0; i < pk.dimMap.size(); ++i) kdims[i] = full.dimValue(pk.dimMap[i]);
-    for (size_t i = 0; i < pk.scalarMap.size(); ++i) kscalars[i] = scalars[pk.scalarMap[i]];
-    rt::ArgBlock block;
-    pk.packer->pack(block, std::span<const TensorView* const>(views, pk.tensorMap.size()),
-                    std::span<const int64_t>(kdims, pk.dimMap.size()),
-                    std::span<const ScalarArg>(kscalars, pk.scalarMap.size()));
-    launchOne(*impl_, pk, block, stream);
-  }
+  launchKernels(*impl_, tensors, scalars, full, stream);
 }
 
 void Kernel::launch(const Args& args, void* stream) const {
@@ -278,12 +458,22 @@ std::string Kernel::explain() const {
   if (!impl_) return "empty kernel\n";
   std::ostringstream os;
   const auto& cg = impl_->compiled;
-  os << cg.kernels.size() << " kernel(s) for " << impl_->chip << "\n" << cg.explain;
-  for (const auto& k : cg.kernels) {
+  os << cg.kernels.size() << " kernel(s) for " << impl_->chip << "\n";
+  for (const compiler::CompiledKernel& k : cg.kernels) {
     os << "  " << k.name << ": schedule " << k.schedule << ", config " << k.config << "\n";
+    if (!k.why.empty()) os << "    why: " << k.why << "\n";
+    os << "    " << describeTensors(k) << "\n";
+    if (k.launch.sharedBytes > 0) os << "    dynamic shared memory: " << k.launch.sharedBytes << " bytes/block\n";
     for (const auto& r : k.resources)
-      os << "    " << r.kernel << ": " << r.registers << " registers, " << r.spillStoreBytes << " bytes spilled\n";
+      os << "    " << r.kernel << ": " << r.registers << " registers, " << r.spillStoreBytes
+         << " bytes spill stores, " << r.spillLoadBytes << " bytes spill loads\n";
   }
+  if (!cg.workspace.empty()) {
+    os << "workspace: " << cg.workspace.size()
+       << " intermediate(s), sized at launch from the dims, one allocation owned by the Kernel\n";
+    for (const compiler::KernelTensor& t : cg.workspace) os << "  " << t.name << ": " << typeToString(t.dtype, t.shape) << "\n";
+  }
+  if (!cg.explain.empty()) os << "plan:\n" << indent(cg.explain, "  ");
   return os.str();
 }
 

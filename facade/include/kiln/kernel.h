@@ -12,6 +12,24 @@
 // Compiling an equal graph again in the same process returns the kernel
 // built the first time. compile() works without a GPU (it builds the cubin
 // for the chip in CompileOptions); launching needs a driver and says so.
+//
+// A graph may compile to several kernels (see explain()). Intermediates that
+// pass between them and are not graph outputs live in a device workspace
+// that the Kernel owns: one allocation, laid out at each launch from that
+// launch's dims (each tensor 256-byte aligned), allocated on the first launch
+// that needs it and grown, never shrunk, when a launch needs more. Growing
+// waits for the whole context (cuCtxSynchronize) before freeing the old
+// allocation, so it must not happen during a stream capture: launch once at
+// the largest dims before capturing. The memory is freed with the Kernel,
+// which the process-wide registry keeps to the end of the process.
+//
+// Concurrency: launching one Kernel from several threads is safe (the host
+// side of a multi-kernel launch takes a lock). But all launches of a
+// multi-kernel graph share its one workspace, on the GPU too: launches that
+// could run at the same time on different streams would overwrite each
+// other's intermediates. Order them (same stream, or events), and remember
+// that compile() of an equal graph returns the same Kernel, workspace
+// included. Single-kernel graphs (most) have no workspace and no such rule.
 #pragma once
 
 #include <memory>
@@ -57,7 +75,10 @@ class Kernel {
   // By name (convenient; allocates).
   void launch(const Args& args, void* stream = nullptr) const;
 
-  // The kernels, their schedules and configs, and why the graph was split.
+  // "N kernel(s) for sm_XX", then per kernel its name, schedule, config,
+  // why it exists, its tensors and each entry's registers and spills; the
+  // workspace tensors with their dtypes and shapes; and the planner's
+  // account of how the graph was split ("plan:").
   std::string explain() const;
   const compiler::CompiledGraph& compiled() const;
   // The graph-level signature: tensor inputs then outputs, dims, scalars.

@@ -1,0 +1,21 @@
+// Facade internals shared with its tests (not installed, not public API).
+#pragma once
+
+#include <string>
+
+#include "kiln/kernel.h"
+
+namespace kiln::detail {
+
+// A Kernel for a graph whose CompiledGraph is already at hand: no compiler
+// run, no registry entry. Checks that the kernels fit the graph (every
+// tensor a graph parameter, a graph output or a workspace tensor written
+// before it is read; every dim and scalar the graph's) and loads the
+// modules when a driver is present, exactly as compile() does. Tests use it
+// to launch hand-written multi-kernel plans; a disk cache would too.
+// (The scalar entries, when a launch needs them, are still compiled from
+// `graph`.)
+Kernel kernelFromCompiled(const Graph& graph, compiler::CompiledGraph compiled, const std::string& chip,
+                          const CompileOptions& options = {});
+
+}  // namespace kiln::detail

@@ -1,0 +1,193 @@
+// Graphs with reductions, shared by the compile tests (CPU) and the GPU
+// tests: every reduction op along the last axis, the op library's row-wise
+// composites, and graphs the planner has to split into several kernels.
+// Each case carries the input ranges that keep its comparison meaningful.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/dsl/oplib.h"
+#include "kiln/dsl/reference.h"
+
+namespace kiln::test {
+
+struct GraphCase {
+  std::string label;  // "softmax/bf16[R, 4096]"
+  Graph graph;
+  InputRanges ranges;
+  // By output name, |want| below which the tolerance is absolute (see
+  // RunOptions::relFloor): softmax outputs are ~1/len, far below 1, and
+  // compare relatively (0).
+  std::map<std::string, double> relFloor;
+  // A product of len roundings: its relative error grows like sqrt(len).
+  double tolScale = 1;
+};
+
+inline std::string caseLabel(const std::string& what, DType t, const Shape& s) {
+  return what + "/" + typeToString(t, s);
+}
+
+// Every reduction op of the DSL (sum mean max min prod argmax argmin var std).
+inline std::vector<Op> reductionOps() {
+  std::vector<Op> ops;
+  for (int i = 0; i < kNumOps; ++i)
+    if (opClass(static_cast<Op>(i)) == OpClass::Reduction) ops.push_back(static_cast<Op>(i));
+  return ops;
+}
+
+// The dtypes a reduction op is swept in: every float dtype, and i32 for the
+// ops whose integer results are exact and cheap to check.
+inline std::vector<DType> sweepDTypes(Op op) {
+  std::vector<DType> ts = {DType::F32, DType::BF16, DType::F16};
+  if (op == Op::Sum || op == Op::Max || op == Op::Min || op == Op::ArgMax) ts.push_back(DType::I32);
+  return ts;
+}
+
+// Inputs that keep a reduction of `len` values comparable with the fp64
+// reference: sums and means of values with a positive mean (no cancellation
+// to zero, and below f16's 65504 at 262144 values); products of values near 1
+// (the log of the product stays within about +-6 even for long rows, so no
+// overflow in f16); integers of both signs.
+inline std::pair<double, double> reductionRange(Op op, DType t, int64_t len) {
+  if (!isFloat(t)) return {-50, 50};
+  if (op == Op::Prod) {
+    double w = std::min(0.5, 2.0 / std::sqrt(static_cast<double>(len)));
+    return {1 - w, 1 + w};
+  }
+  return {-0.25, 0.5};
+}
+
+// op(x, -1) of x [shape] for each keepdim in `keepdims`, as outputs "y"
+// (keepdim false) and "y_keepdim" (keepdim true).
+inline GraphCase lastAxisReduction(Op op, DType t, const Shape& shape, std::vector<bool> keepdims = {false, true}) {
+  GraphCase c;
+  c.label = caseLabel(std::string(opName(op)), t, shape);
+  Tensor x = c.graph.input("x", t, shape);
+  for (bool keep : keepdims) c.graph.output(keep ? "y_keepdim" : "y", reduce(op, x, -1, keep));
+  const int64_t len = shape.back().isStatic() ? shape.back().size : 4096;
+  c.ranges = {{"x", reductionRange(op, t, len)}};
+  if (op == Op::Prod) c.tolScale = std::max(1.0, std::sqrt(static_cast<double>(len)) / 64);
+  return c;
+}
+
+// Every (reduction op, dtype) of the sweep over x [shape], reducing the last
+// axis, with the given keepdims.
+inline std::vector<GraphCase> reductionSweep(const Shape& shape, std::vector<bool> keepdims = {false, true}) {
+  std::vector<GraphCase> cases;
+  for (Op op : reductionOps())
+    for (DType t : sweepDTypes(op)) cases.push_back(lastAxisReduction(op, t, shape, keepdims));
+  return cases;
+}
+
+// rmsnorm that also returns rstd = rsqrt(mean(x^2) + eps) ([rows..., 1], f32),
+// the statistic a backward pass keeps; built from primitives.
+inline void rmsnormWithRstd(Graph& g, const Tensor& x, const Tensor& w, double eps = 1e-6) {
+  Tensor v = x.dtype() == DType::F32 ? x : cast(x, DType::F32);
+  Tensor rstd = rsqrt(mean(v * v, -1, true) + eps);
+  Tensor wf = w.dtype() == DType::F32 ? w : cast(w, DType::F32);
+  g.output("y", cast(v * rstd * wf, x.dtype()));
+  g.output("rstd", rstd);
+}
+
+// The op library's row-wise composites over x [shape] (the last dim is the
+// row), each expected to be one row_reduction kernel.
+inline std::vector<GraphCase> rowComposites(DType t, const Shape& shape) {
+  std::vector<GraphCase> cases;
+  const Dim len = shape.back();
+  Shape rowsShape(shape.begin(), shape.end() - 1);
+  const std::pair<double, double> normRange{-3, 5};  // a mean away from zero
+  auto add = [&](const std::string& what, InputRanges ranges, const std::function<void(Graph&)>& body,
+                 std::map<std::string, double> relFloor = {}) {
+    GraphCase c;
+    c.label = caseLabel(what, t, shape);
+    body(c.graph);
+    c.ranges = std::move(ranges);
+    c.relFloor = relFloor;
+    cases.push_back(std::move(c));
+  };
+  double rowLen = len.isStatic() ? static_cast<double>(len.size) : 4096.0;
+  add("softmax", {{"x", {-4, 4}}}, [&](Graph& g) { g.output("y", softmax(g.input("x", t, shape))); },
+      {{"y", 0}});
+  add("log_softmax", {{"x", {-4, 4}}}, [&](Graph& g) { g.output("y", log_softmax(g.input("x", t, shape))); });
+  add("layernorm", {{"x", normRange}}, [&](Graph& g) {
+    Tensor x = g.input("x", t, shape);
+    g.output("y", layernorm(x, g.input("w", t, {len}), g.input("b", t, {len})));
+  });
+  add("layernorm_without_affine", {{"x", normRange}},
+      [&](Graph& g) { g.output("y", layernorm(g.input("x", t, shape), Tensor(), Tensor())); });
+  add("rmsnorm", {{"x", normRange}},
+      [&](Graph& g) { g.output("y", rmsnorm(g.input("x", t, shape), g.input("w", t, {len}))); });
+  add("rmsnorm_without_weight", {{"x", normRange}},
+      [&](Graph& g) { g.output("y", rmsnorm(g.input("x", t, shape), Tensor())); });
+  add("rmsnorm_with_rstd", {{"x", normRange}},
+      [&](Graph& g) { rmsnormWithRstd(g, g.input("x", t, shape), g.input("w", t, {len})); });
+  add("residual_add_rmsnorm", {{"x", normRange}}, [&](Graph& g) {
+    Tensor x = g.input("x", t, shape);
+    Tensor r = g.input("r", t, shape);
+    Tensor w = g.input("w", t, {len});
+    Tensor h = x + r;
+    g.output("h", h);
+    g.output("y", rmsnorm(h, w));
+  });
+  for (DType target : {DType::I64, DType::I32})
+    add("cross_entropy_none/targets_" + std::string(dtypeName(target)),
+        {{"logits", {-8, 8}}, {"targets", {0, rowLen}}}, [&](Graph& g) {
+          Tensor logits = g.input("logits", t, shape);
+          Tensor targets = g.input("targets", target, rowsShape);
+          g.output("loss", cross_entropy(logits, targets, Reduction::None));
+        });
+  return cases;
+}
+
+// cross_entropy(logits [shape], targets, Mean) alone, and with the per-row
+// losses as a second output ("loss" and "mean").
+inline GraphCase crossEntropyMean(DType t, DType target, const Shape& shape, bool withPerRow = false) {
+  GraphCase c;
+  c.label = caseLabel("cross_entropy_mean/targets_" + std::string(dtypeName(target)), t, shape);
+  Shape rowsShape(shape.begin(), shape.end() - 1);
+  Tensor logits = c.graph.input("logits", t, shape);
+  Tensor targets = c.graph.input("targets", target, rowsShape);
+  if (withPerRow) c.graph.output("loss", cross_entropy(logits, targets, Reduction::None));
+  c.graph.output("mean", cross_entropy(logits, targets, Reduction::Mean));
+  double rowLen = shape.back().isStatic() ? static_cast<double>(shape.back().size) : 4096.0;
+  c.ranges = {{"logits", {-8, 8}}, {"targets", {0, rowLen}}};
+  return c;
+}
+
+// Graphs over x [A, B] that reduce along other axes than the last, or twice:
+// the planner may split them into several kernels with intermediates in the
+// workspace. Values have a positive mean so no sum cancels to zero.
+inline std::vector<GraphCase> splitCases(DType t, const Shape& shape) {
+  std::vector<GraphCase> cases;
+  auto add = [&](const std::string& what, const std::function<Tensor(const Tensor&)>& body,
+                 std::map<std::string, double> relFloor = {}) {
+    GraphCase c;
+    c.label = caseLabel(what, t, shape);
+    c.graph.output("y", body(c.graph.input("x", t, shape)));
+    c.ranges = {{"x", {-0.5, 1}}};
+    c.relFloor = relFloor;
+    cases.push_back(std::move(c));
+  };
+  add("sum(max(x, 1), 0)", [](const Tensor& x) { return sum(max(x, 1), 0); });
+  add("softmax(x, 0)", [](const Tensor& x) { return softmax(x, 0); }, {{"y", 0}});
+  add("mean(x)", [](const Tensor& x) { return mean(x); });
+  add("sum(x, 0)", [](const Tensor& x) { return sum(x, 0); });
+  {
+    GraphCase c;
+    c.label = caseLabel("softmax(x, -1) and sum(x, 0)", t, shape);
+    Tensor x = c.graph.input("x", t, shape);
+    c.graph.output("rows", softmax(x, -1));
+    c.graph.output("cols", sum(x, 0));
+    c.ranges = {{"x", {-0.5, 1}}};
+    c.relFloor = {{"rows", 0}};
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+}  // namespace kiln::test

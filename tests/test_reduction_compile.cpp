@@ -1,0 +1,359 @@
+// The reduction schedules on the CPU, down to sm_90 cubins: the op library's
+// row-wise composites are one row_reduction kernel each, every schedule and
+// dtype compiles without spills at short and long rows, graphs that need
+// several kernels pass their intermediates through the workspace and say
+// why, and mistakes are clear errors.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "kiln/kiln.h"
+#include "reduction_graphs.h"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Compiles one case. A kiln::Error fails the test with the case's label and
+// the message, and the caller goes on with the next case (so one run lists
+// every case that does not compile).
+std::optional<compiler::CompiledGraph> compileCase(const test::GraphCase& c) {
+  try {
+    return compiler::compileGraph(c.graph);
+  } catch (const Error& e) {
+    FAIL_CHECK(c.label << ": " << e.what());
+    return std::nullopt;
+  }
+}
+
+// A usable cubin: non-empty, libdevice resolved, registers reported and
+// nothing spilled, for every entry.
+void checkKernelArtifacts(const compiler::CompiledKernel& k) {
+  INFO("kernel " << k.name << " (schedule " << k.schedule << ", config " << k.config << ")");
+  CHECK(!k.cubin.empty());
+  CHECK(k.ptx.find(".extern .func __nv_") == std::string::npos);
+  REQUIRE(k.resources.size() == k.entries.size());
+  for (const compiler::ResourceReport& r : k.resources) {
+    INFO(r.kernel << ": " << r.registers << " registers, " << r.spillStoreBytes << " bytes spill stores, "
+                  << r.spillLoadBytes << " bytes spill loads");
+    CHECK(r.registers > 0);
+    CHECK(r.spillStoreBytes == 0);
+    CHECK(r.spillLoadBytes == 0);
+  }
+}
+
+// One row_reduction kernel whose tensors are exactly the graph's inputs and
+// outputs (nothing in a workspace).
+void checkOneRowReductionKernel(const Graph& g, const compiler::CompiledGraph& cg) {
+  REQUIRE(cg.kernels.size() == 1);
+  const compiler::CompiledKernel& k = cg.kernels[0];
+  CHECK(k.schedule == "row_reduction");
+  CHECK(cg.workspace.empty());
+  size_t inputs = 0;
+  for (int id : g.params()) inputs += g.node(id).op == Op::Input;
+  CHECK(k.tensors.size() == inputs + g.outputs().size());
+  for (const compiler::KernelTensor& t : k.tensors) CHECK_FALSE(t.workspace);
+  checkKernelArtifacts(k);
+}
+
+// The plan of a graph compiled into one or more kernels is consistent:
+//  - a kernel's tensors are graph inputs (read), graph outputs (written,
+//    or read by a later kernel after an earlier one wrote them) or
+//    workspace intermediates listed in CompiledGraph::workspace;
+//  - every graph output is written by exactly one kernel;
+//  - every workspace intermediate is written by exactly one kernel, read
+//    by at least one, and never read before it is written; its shape uses
+//    only the graph's dynamic dims;
+//  - every kernel writes something (a graph output or an intermediate a
+//    later kernel reads), so a chain of kernels passes its intermediates
+//    through the workspace;
+//  - every kernel says why it exists, and the explanation names every
+//    workspace intermediate.
+void checkPlan(const Graph& g, const compiler::CompiledGraph& cg, const std::string& explain) {
+  INFO("explain:\n" << explain);
+  REQUIRE(!cg.kernels.empty());
+  std::set<std::string> inputs, outputs, workspace;
+  for (int id : g.params())
+    if (g.node(id).op == Op::Input) inputs.insert(g.node(id).name);
+  for (const GraphOutput& o : g.outputs()) outputs.insert(o.name);
+  const std::vector<std::string> dynDims = g.dynamicDims();
+  for (const compiler::KernelTensor& w : cg.workspace) {
+    INFO("workspace " << w.name << " " << typeToString(w.dtype, w.shape));
+    CHECK(w.workspace);
+    CHECK(workspace.insert(w.name).second);
+    CHECK_FALSE(inputs.count(w.name));
+    CHECK_FALSE(outputs.count(w.name));
+    for (const Dim& d : w.shape)
+      if (d.isDynamic()) CHECK(std::count(dynDims.begin(), dynDims.end(), d.name) == 1);
+    CHECK_THAT(explain, Contains(w.name));
+  }
+  std::map<std::string, size_t> writtenBy;
+  std::map<std::string, int> reads;
+  for (size_t i = 0; i < cg.kernels.size(); ++i) {
+    const compiler::CompiledKernel& k = cg.kernels[i];
+    INFO("kernel " << i << " " << k.name << " (schedule " << k.schedule << ")");
+    CHECK(!k.schedule.empty());
+    CHECK(!k.why.empty());
+    checkKernelArtifacts(k);
+    CHECK(std::any_of(k.tensors.begin(), k.tensors.end(), [](const compiler::KernelTensor& t) { return t.output; }));
+    for (const compiler::KernelTensor& t : k.tensors) {
+      INFO("tensor " << t.name << (t.output ? " (written)" : " (read)") << (t.workspace ? " in the workspace" : ""));
+      if (t.workspace) CHECK(workspace.count(t.name));
+      else if (t.output) CHECK(outputs.count(t.name));
+      else CHECK((inputs.count(t.name) || outputs.count(t.name)));
+      if (t.output) {
+        CHECK_FALSE(writtenBy.count(t.name));
+        writtenBy[t.name] = i;
+      } else if (!inputs.count(t.name)) {
+        // An intermediate or a graph output read back: written earlier.
+        REQUIRE(writtenBy.count(t.name));
+        CHECK(writtenBy[t.name] < i);
+        ++reads[t.name];
+      }
+    }
+  }
+  for (const std::string& o : outputs) {
+    INFO("graph output " << o);
+    CHECK(writtenBy.count(o));
+  }
+  for (const std::string& w : workspace) {
+    INFO("workspace " << w);
+    CHECK(writtenBy.count(w));
+    CHECK(reads[w] >= 1);
+  }
+  CHECK(!explain.empty());
+}
+
+}  // namespace
+
+TEST_CASE("each op-library composite compiles to exactly one row_reduction kernel", "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  Shape shape = GENERATE(Shape{"N", 4096}, Shape{64, 1000});
+  for (const test::GraphCase& c : test::rowComposites(t, shape)) {
+    INFO(c.label);
+    if (auto cg = compileCase(c)) checkOneRowReductionKernel(c.graph, *cg);
+  }
+}
+
+TEST_CASE("every reduction op along the last axis, keepdim or not, is one row_reduction kernel",
+          "[compile][reduction]") {
+  bool keepdim = GENERATE(false, true);
+  Shape shape = GENERATE(Shape{"N", 4096}, Shape{8, 3, 17});
+  for (const test::GraphCase& c : test::reductionSweep(shape, {keepdim})) {
+    INFO(c.label << (keepdim ? " keepdim" : ""));
+    if (auto cg = compileCase(c)) checkOneRowReductionKernel(c.graph, *cg);
+  }
+}
+
+TEST_CASE("cross_entropy with Reduction::Mean compiles to at most two kernels", "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  DType target = GENERATE(DType::I64, DType::I32);
+  bool withPerRow = GENERATE(false, true);
+  test::GraphCase c = test::crossEntropyMean(t, target, {"N", 32000}, withPerRow);
+  INFO(c.label << (withPerRow ? " with the per-row losses" : ""));
+  compiler::CompiledGraph cg = compiler::compileGraph(c.graph);
+  // The goal is one kernel (the per-row losses summed across blocks, e.g.
+  // with atomics, in the same kernel); two (row losses to the workspace, then
+  // their mean) is accepted for now.
+  CHECK(cg.kernels.size() <= 2);
+  checkPlan(c.graph, cg, cg.explain);
+  CHECK(cg.kernels[0].schedule == "row_reduction");
+}
+
+TEST_CASE("several reductions of the same rows and the consumers of their results share one kernel",
+          "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16);
+  Graph g;
+  Tensor x = g.input("x", t, {"N", 2048});
+  g.output("sum", sum(x, -1));
+  g.output("max", max(x, -1, true));
+  g.output("argmax", argmax(x, -1));
+  g.output("var", var(x, -1, 0));
+  g.output("centered", x - mean(x, -1, true));
+  g.output("softmax", softmax(x));
+  compiler::CompiledGraph cg = compiler::compileGraph(g);
+  checkOneRowReductionKernel(g, cg);
+}
+
+TEST_CASE("elementwise producers and broadcast consumers fuse into the row_reduction kernel",
+          "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  SECTION("softmax of a scaled, biased row, scaled and added to a residual") {
+    Graph g;
+    Tensor x = g.input("x", t, {"B", "S", 1024});
+    Tensor bias = g.input("bias", t, {1024});
+    Tensor res = g.input("res", t, {"B", "S", 1024});
+    Tensor scale = g.scalar("scale");
+    g.output("y", softmax(x * scale + bias) * 2.0 + res);
+    checkOneRowReductionKernel(g, compiler::compileGraph(g));
+  }
+  SECTION("layernorm of gelu(x) followed by silu") {
+    Graph g;
+    Tensor x = g.input("x", t, {"N", 768});
+    Tensor w = g.input("w", t, {768});
+    Tensor b = g.input("b", t, {768});
+    g.output("y", silu(layernorm(gelu(x), w, b)));
+    checkOneRowReductionKernel(g, compiler::compileGraph(g));
+  }
+}
+
+TEST_CASE("every reduction schedule and dtype compiles without spills at short and long rows",
+          "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  // The long rows exercise the looped form (and the persistent form at its
+  // register limit).
+  int64_t len = GENERATE(17, 4096, 4097, 32768, 262144);
+  std::vector<test::GraphCase> cases = test::rowComposites(t, {"N", len});
+  for (Op op : test::reductionOps()) cases.push_back(test::lastAxisReduction(op, t, {"N", len}, {false}));
+  cases.push_back(test::crossEntropyMean(t, DType::I64, {"N", len}));
+  // Other axes and whole tensors, reducing len values (columns) or rows of
+  // len values next to a short column.
+  for (const Shape& s : {Shape{len, 64}, Shape{64, len}})
+    for (test::GraphCase& c : test::splitCases(t, s)) cases.push_back(std::move(c));
+  std::set<std::string> schedules;
+  for (const test::GraphCase& c : cases) {
+    INFO(c.label);
+    if (auto cg = compileCase(c)) {
+      REQUIRE(!cg->kernels.empty());
+      for (const compiler::CompiledKernel& k : cg->kernels) {
+        checkKernelArtifacts(k);
+        schedules.insert(k.schedule);
+      }
+    }
+  }
+  std::string names;
+  for (const std::string& s : schedules) names += " " + s;
+  INFO("schedules seen:" << names);
+  CHECK(schedules.count("row_reduction"));
+}
+
+TEST_CASE("graphs that need several kernels pass intermediates through the workspace and explain why",
+          "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16);
+  // [1024, 1024]: mean(x) is the mean of a whole tensor of 1 << 20 elements.
+  Shape shape = GENERATE(Shape{1024, 1024}, Shape{"R", 1000});
+  for (const test::GraphCase& c : test::splitCases(t, shape)) {
+    INFO(c.label);
+    try {
+      Kernel k = compile(c.graph, {.chip = "sm_90"});
+      const compiler::CompiledGraph& cg = k.compiled();
+      checkPlan(c.graph, cg, k.explain());
+      CHECK(cg.kernels.size() >= 1);
+    } catch (const Error& e) {
+      FAIL_CHECK(e.what());
+    }
+  }
+}
+
+TEST_CASE("a reduction of a reduction over another axis keeps its intermediate out of the graph's outputs",
+          "[compile][reduction]") {
+  // sum over axis 0 of the row maxima: the [R] maxima are no output, so if
+  // they cross a kernel boundary they live in the workspace, sized by R.
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {"R", 4096});
+  g.output("y", sum(max(x, 1), 0));
+  compiler::CompiledGraph cg = compiler::compileGraph(g);
+  checkPlan(g, cg, cg.explain);
+  for (const compiler::KernelTensor& w : cg.workspace) {
+    INFO("workspace " << w.name << " " << typeToString(w.dtype, w.shape));
+    // Fewer elements than x: the maxima or partial sums, never a copy of x.
+    bool perRow = std::any_of(w.shape.begin(), w.shape.end(), [](const Dim& d) { return d.isDynamic(); });
+    if (perRow) CHECK(staticElementCount(w.shape) < 4096);
+  }
+}
+
+TEST_CASE("a reduction axis out of range is a DSL error naming the op", "[compile][reduction][errors]") {
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {8, 16});
+  Tensor targets = g.input("t", DType::I64, {8});
+  auto errorOf = [](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  struct Case {
+    std::string op;
+    std::function<void()> f;
+  };
+  const Case cases[] = {
+      {"sum", [&] { (void)sum(x, 2); }},
+      {"mean", [&] { (void)mean(x, {0, -3}); }},
+      {"max", [&] { (void)max(x, 5, true); }},
+      {"argmax", [&] { (void)argmax(x, -3); }},
+      {"var", [&] { (void)var(x, 2); }},
+  };
+  for (const Case& c : cases) {
+    INFO(c.op);
+    std::string msg = errorOf(c.f);
+    CHECK_THAT(msg, Contains(c.op + "("));
+    CHECK_THAT(msg, Contains("out of range"));
+    CHECK_THAT(msg, Contains("test_reduction_compile.cpp"));
+  }
+  CHECK_THAT(errorOf([&] { (void)cross_entropy(x, x); }), Contains("cross_entropy"));
+  CHECK_THAT(errorOf([&] { (void)mean(targets, 0); }), Contains("cast it first"));
+}
+
+TEST_CASE("softmax and log_softmax with an axis out of range name themselves, not the max inside",
+          "[compile][reduction][errors]") {
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {8, 16});
+  auto errorOf = [](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string sm = errorOf([&] { (void)softmax(x, 2); });
+  CHECK_THAT(sm, Contains("softmax(") && Contains("out of range") && Contains("test_reduction_compile.cpp"));
+  std::string lsm = errorOf([&] { (void)log_softmax(x, -3); });
+  CHECK_THAT(lsm, Contains("log_softmax(") && Contains("out of range") && Contains("test_reduction_compile.cpp"));
+}
+
+TEST_CASE("bad launches of a reduction kernel are clear errors naming the argument",
+          "[compile][reduction][facade][errors]") {
+  Graph g;
+  Tensor x = g.input("hidden", DType::BF16, {"N", 4096});
+  Tensor w = g.input("weight", DType::BF16, {4096});
+  g.output("normed", rmsnorm(x, w));
+  g.output("row_sums", sum(x, -1));
+  Kernel k = compile(g, {.chip = "sm_90"});
+  static std::vector<char> mem(1 << 20);
+  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 255) & ~uintptr_t{255});
+  TensorView x8(base, DType::BF16, {8, 4096}), w1(base + 65536, DType::BF16, {4096}),
+      y8(base + 73728, DType::BF16, {8, 4096}), s8(base + 139264, DType::BF16, {8});
+  auto msg = [&](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  SECTION("a row of the wrong length") {
+    TensorView bad(base, DType::BF16, {8, 4095});
+    CHECK_THAT(msg([&] { k.launch({bad, w1, y8, s8}); }), Contains("hidden"));
+    CHECK_THAT(msg([&] { k.launch({bad, w1, y8, s8}); }), Contains("4095"));
+  }
+  SECTION("a reduced output with the rows of another launch") {
+    TensorView bad(base + 139264, DType::BF16, {9});
+    CHECK_THAT(msg([&] { k.launch({x8, w1, y8, bad}); }), Contains("row_sums"));
+    CHECK_THAT(msg([&] { k.launch({x8, w1, y8, bad}); }), Contains("9"));
+  }
+  SECTION("a reduced output of the wrong dtype") {
+    TensorView bad(base + 139264, DType::F32, {8});
+    CHECK_THAT(msg([&] { k.launch({x8, w1, y8, bad}); }), Contains("row_sums"));
+    CHECK_THAT(msg([&] { k.launch({x8, w1, y8, bad}); }), Contains("f32"));
+  }
+  SECTION("without a driver the launch says so") {
+    if (rt::driverAvailable()) return;
+    CHECK_THAT(msg([&] { k.launch({x8, w1, y8, s8}); }), Contains("no CUDA driver"));
+  }
+}

@@ -1,0 +1,349 @@
+// Reduction kernels on the GPU against the reference evaluator: fresh random
+// inputs every run, outputs poisoned before each launch, tolerances by dtype.
+// Rows of length 1, 17, 4096, 4097 and 262144 (few rows for the long ones),
+// the op library's composites, special values written into chosen elements
+// (-inf, NaN, ties), several outputs per kernel, and graphs split into
+// several kernels.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "gpu_support.h"
+#include "reduction_graphs.h"
+
+using namespace kiln;
+using test::runAndCheck;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Rows per row length: enough rows to fill blocks for short rows, few for
+// long ones (about a million elements at most).
+int64_t rowsFor(int64_t len) {
+  if (len <= 1) return 1000;
+  if (len <= 17) return 300;
+  if (len <= 4096) return 40;
+  if (len <= 4097) return 7;
+  return 3;
+}
+
+test::RunOptions optionsFor(const test::GraphCase& c, int64_t rows) {
+  return {.dims = {{"R", rows}}, .ranges = c.ranges, .tolScale = c.tolScale, .relFloor = c.relFloor};
+}
+
+// Sets element `col` of row `row` of a [rows, len] input.
+void setAt(HostTensor& t, int64_t row, int64_t col, double v) { t.set(row * t.shape().back() + col, v); }
+
+}  // namespace
+
+// Each case of a list is a run of its own (GENERATE over its index), so a
+// case that does not compile does not hide the others.
+TEST_CASE("every reduction op along the last axis matches the reference at every row length", "[gpu][reduction]") {
+  test::requireGpu();
+  int64_t len = GENERATE(1, 17, 4096, 4097, 262144);
+  const int64_t rows = rowsFor(len);
+  // Outputs "y" (keepdim false) and "y_keepdim" of each (op, dtype).
+  const std::vector<test::GraphCase> cases = test::reductionSweep({"R", len});
+  const test::GraphCase& c = cases.at(GENERATE(range(size_t{0}, test::reductionSweep({"R", 1}).size())));
+  INFO(c.label << " over " << rows << " rows");
+  runAndCheck(c.graph, optionsFor(c, rows));
+}
+
+// f32 and a 16-bit type at every row length; f16 (the same 16-bit code
+// paths as bf16) at the odd lengths. Cross-entropy has its own test below.
+TEST_CASE("the op library's row-wise composites match the reference at every row length", "[gpu][reduction]") {
+  test::requireGpu();
+  struct L {
+    int64_t len;
+    DType t;
+  };
+  L l = GENERATE(L{1, DType::F32}, L{17, DType::F32}, L{4096, DType::F32}, L{4097, DType::F32}, L{262144, DType::F32},
+                 L{1, DType::BF16}, L{17, DType::BF16}, L{4096, DType::BF16}, L{4097, DType::BF16},
+                 L{262144, DType::BF16}, L{17, DType::F16}, L{4097, DType::F16});
+  const int64_t rows = rowsFor(l.len);
+  std::vector<test::GraphCase> cases = test::rowComposites(l.t, {"R", l.len});
+  std::erase_if(cases, [](const test::GraphCase& c) { return c.label.rfind("cross_entropy", 0) == 0; });
+  REQUIRE(cases.size() == 8);
+  const test::GraphCase& c = cases.at(GENERATE(range(0, 8)));
+  INFO(c.label << " over " << rows << " rows");
+  runAndCheck(c.graph, optionsFor(c, rows));
+}
+
+TEST_CASE("cross_entropy matches the reference per row and averaged, with i64 and i32 targets", "[gpu][reduction]") {
+  test::requireGpu();
+  struct L {
+    int64_t len;
+    DType t;
+  };
+  // f16 logits at one length (the same 16-bit code paths as bf16).
+  L l = GENERATE(L{1, DType::F32}, L{17, DType::F32}, L{4096, DType::F32}, L{4097, DType::F32}, L{262144, DType::F32},
+                 L{1, DType::BF16}, L{17, DType::BF16}, L{4096, DType::BF16}, L{4097, DType::BF16},
+                 L{262144, DType::BF16}, L{4097, DType::F16});
+  DType target = GENERATE(DType::I64, DType::I32);
+  const int64_t len = l.len;
+  const DType t = l.t;
+  const int64_t rows = rowsFor(len);
+  SECTION("the mean alone") {
+    test::GraphCase c = test::crossEntropyMean(t, target, {"R", len});
+    INFO(c.label << " over " << rows << " rows");
+    runAndCheck(c.graph, optionsFor(c, rows));
+  }
+  SECTION("the per-row losses and their mean") {
+    test::GraphCase c = test::crossEntropyMean(t, target, {"R", len}, true);
+    INFO(c.label << " over " << rows << " rows");
+    runAndCheck(c.graph, optionsFor(c, rows));
+  }
+}
+
+// 4096 rows of 32768 bf16 values: the reference checks sampled rows (the
+// whole would take it minutes).
+TEST_CASE("row-wise composites at 4096 x 32768 in bf16 match the reference on sampled rows", "[gpu][reduction]") {
+  test::requireGpu();
+  const Shape shape{"R", 32768};
+  std::string what = GENERATE(as<std::string>{}, "softmax", "log_softmax", "layernorm", "rmsnorm",
+                              "residual_add_rmsnorm", "cross_entropy_none/targets_i64",
+                              "cross_entropy_none/targets_i32");
+  const std::vector<test::GraphCase> all = test::rowComposites(DType::BF16, shape);
+  auto it = std::find_if(all.begin(), all.end(),
+                         [&](const test::GraphCase& c) { return c.label == test::caseLabel(what, DType::BF16, shape); });
+  REQUIRE(it != all.end());
+  const test::GraphCase& c = *it;
+  INFO(c.label << " over 4096 rows");
+  test::runRowsAndCheck(c.graph, {.rows = 4096, .ranges = c.ranges, .relFloor = c.relFloor});
+}
+
+TEST_CASE("cross_entropy's mean over 4096 rows of 32768 is the mean of its per-row losses", "[gpu][reduction]") {
+  test::requireGpu();
+  DType target = GENERATE(DType::I64, DType::I32);
+  test::GraphCase c = test::crossEntropyMean(DType::BF16, target, {"R", 32768}, true);
+  INFO(c.label << " over 4096 rows");
+  auto got = test::runRowsAndCheck(c.graph, {.rows = 4096, .ranges = c.ranges});
+  REQUIRE(got.at("loss").numel() == 4096);
+  const HostTensor& loss = got.at("loss");
+  double total = 0;
+  for (int64_t r = 0; r < loss.numel(); ++r) total += loss.get(r);
+  double want = total / static_cast<double>(loss.numel());
+  INFO("mean " << got.at("mean").get(0) << ", mean of the per-row losses " << want);
+  CHECK(std::fabs(got.at("mean").get(0) - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+}
+
+TEST_CASE("softmax of rows holding -inf stays finite, and a fully -inf row gives NaN like PyTorch", "[gpu][reduction]") {
+  test::requireGpu();
+  int64_t len = GENERATE(17, 4096, 4097, 262144);
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  Graph g;
+  Tensor x = g.input("x", t, {6, len});
+  g.output("softmax", softmax(x));
+  g.output("log_softmax", log_softmax(x));
+  g.output("max", max(x, -1));
+  g.output("argmax", argmax(x, -1));
+  auto prepare = [len](EvalInputs& in) {
+    HostTensor& X = in.tensors.at("x");
+    // Row 0: every third element -inf, the first one included.
+    for (int64_t j = 0; j < len; j += 3) setAt(X, 0, j, -kInf);
+    // Row 1: the first half -inf (the running max starts at -inf for a while).
+    for (int64_t j = 0; j < (len + 1) / 2; ++j) setAt(X, 1, j, -kInf);
+    // Row 2: all -inf but the last element: softmax is exactly 1 there.
+    for (int64_t j = 0; j + 1 < len; ++j) setAt(X, 2, j, -kInf);
+    // Row 3: all -inf: NaN (PyTorch gives NaN too); max -inf, argmax 0.
+    for (int64_t j = 0; j < len; ++j) setAt(X, 3, j, -kInf);
+    // Row 4: +inf at two places: the max is inf, so the row is NaN (inf -
+    // inf), like PyTorch; argmax is the first inf.
+    setAt(X, 4, len / 2, kInf);
+    setAt(X, 4, len - 1, kInf);
+    // Row 5: untouched.
+  };
+  runAndCheck(g, {.ranges = {{"x", {-4, 4}}}, .prepare = prepare, .relFloor = {{"softmax", 0}}});
+}
+
+TEST_CASE("max, min, argmax and argmin propagate NaN like PyTorch: the arg ops give the first NaN's index",
+          "[gpu][reduction]") {
+  test::requireGpu();
+  int64_t len = GENERATE(17, 4096, 4097, 262144);
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  Graph g;
+  Tensor x = g.input("x", t, {6, len});
+  g.output("max", max(x, -1));
+  g.output("min", min(x, -1, true));
+  g.output("argmax", argmax(x, -1));
+  g.output("argmin", argmin(x, -1, true));
+  g.output("sum", sum(x, -1));
+  g.output("softmax", softmax(x));
+  auto prepare = [len](EvalInputs& in) {
+    HostTensor& X = in.tensors.at("x");
+    setAt(X, 0, len / 2, kNaN);                    // one NaN mid-row
+    setAt(X, 1, len - 1, kNaN);                    // two NaNs: the first
+    setAt(X, 1, len / 3, kNaN);                    //   is at len / 3
+    setAt(X, 2, 0, kNaN);                          // the very first element
+    setAt(X, 3, len - 1, kNaN);                    // the very last element,
+    setAt(X, 3, len / 4, kInf);                    //   after +inf and -inf
+    setAt(X, 3, len / 5, -kInf);
+    for (int64_t j = 0; j < len; ++j) setAt(X, 4, j, kNaN);  // all NaN
+    // Row 5: no NaN.
+  };
+  runAndCheck(g, {.ranges = {{"x", {-0.25, 0.5}}}, .prepare = prepare, .relFloor = {{"softmax", 0}}});
+}
+
+TEST_CASE("argmax and argmin return the first index among tied extremes", "[gpu][reduction]") {
+  test::requireGpu();
+  int64_t len = GENERATE(17, 4096, 4097, 262144);
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64);
+  Graph g;
+  Tensor x = g.input("x", t, {8, len});
+  g.output("argmax", argmax(x, -1));
+  g.output("argmin", argmin(x, -1, true));
+  g.output("max", max(x, -1));
+  auto prepare = [len](EvalInputs& in) {
+    HostTensor& X = in.tensors.at("x");
+    // Rows 0-3: four values {0, 1, 2, 3}, each tied many times.
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t j = 0; j < len; ++j) setAt(X, r, j, std::floor(X.get(r * len + j)));
+    // Rows 4-7: zeros, with the extremes tied at a few positions far apart
+    // (other threads, warps and loop iterations hold the later ones).
+    for (int64_t r = 4; r < 8; ++r)
+      for (int64_t j = 0; j < len; ++j) setAt(X, r, j, 0);
+    auto both = [&](int64_t r, std::initializer_list<int64_t> at) {
+      for (int64_t j : at) {
+        setAt(X, r, j, 1);
+        setAt(X, r + 2, j, -1);
+      }
+    };
+    both(4, {len - 1, len / 2 + 1, len / 3});  // first: len / 3
+    both(5, {len - 1, 7 * len / 8});           // first: 7 len / 8
+  };
+  runAndCheck(g, {.ranges = {{"x", {0, 4}}}, .prepare = prepare});
+}
+
+TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {
+  test::requireGpu();
+  int64_t len = GENERATE(17, 4096, 262144);
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  Graph g;
+  Tensor x = g.input("x", t, {4, len});
+  Tensor w = g.input("w", t, {len});
+  Tensor b = g.input("b", t, {len});
+  g.output("layernorm", layernorm(x, w, b));
+  g.output("var", var(x, -1));
+  g.output("std", kiln::std(x, -1, 0));
+  // Constants whose sums and squares are exact in f32 (so any correct
+  // formula gives variance 0; a negative one would make std NaN). Row 3 is
+  // random.
+  auto prepare = [len](EvalInputs& in) {
+    HostTensor& X = in.tensors.at("x");
+    for (int64_t j = 0; j < len; ++j) {
+      setAt(X, 0, j, 0.75);
+      setAt(X, 1, j, -2.0);
+      setAt(X, 2, j, 0.0);
+    }
+  };
+  runAndCheck(g, {.ranges = {{"x", {-3, 5}}}, .prepare = prepare});
+}
+
+TEST_CASE("several outputs of one row reduction: statistics, normalized rows and saved statistics",
+          "[gpu][reduction]") {
+  test::requireGpu();
+  int64_t len = GENERATE(17, 4097, 262144);
+  DType t = GENERATE(DType::F32, DType::BF16);
+  const int64_t rows = rowsFor(len);
+  SECTION("statistics of the same rows") {
+    Graph g;
+    Tensor x = g.input("x", t, {"R", len});
+    g.output("sum", sum(x, -1));
+    g.output("max", max(x, -1, true));
+    g.output("argmax", argmax(x, -1));
+    g.output("mean", mean(x, -1));
+    g.output("var", var(x, -1, 0));
+    g.output("centered", x - mean(x, -1, true));
+    g.output("softmax", softmax(x));
+    runAndCheck(g, {.dims = {{"R", rows}}, .ranges = {{"x", {-0.25, 0.5}}}, .relFloor = {{"softmax", 0}}});
+  }
+  SECTION("layernorm with the mean and rstd a backward pass keeps") {
+    Graph g;
+    Tensor x = g.input("x", t, {"R", len});
+    Tensor w = g.input("w", t, {len});
+    Tensor v = t == DType::F32 ? x : cast(x, DType::F32);
+    Tensor mu = mean(v, -1, true);
+    Tensor rstd = rsqrt(var(v, -1, 0, true) + 1e-5);
+    g.output("y", cast((v - mu) * rstd * w, t));
+    g.output("mean", reshape(mu, {"R"}));
+    g.output("rstd", reshape(rstd, {"R"}));
+    runAndCheck(g, {.dims = {{"R", rows}}, .ranges = {{"x", {-3, 5}}}});
+  }
+  SECTION("softmax with its row max and log-sum-exp") {
+    Graph g;
+    Tensor x = g.input("x", t, {"R", len});
+    Tensor v = t == DType::F32 ? x : cast(x, DType::F32);
+    Tensor m = max(v, -1, true);
+    Tensor lse = log(sum(exp(v - m), -1, true)) + m;
+    g.output("softmax", cast(exp(v - lse), t));
+    g.output("max", m);
+    g.output("lse", lse);
+    runAndCheck(g, {.dims = {{"R", rows}}, .ranges = {{"x", {-4, 4}}}, .relFloor = {{"softmax", 0}}});
+  }
+}
+
+TEST_CASE("elementwise producers and consumers fused around the reduction match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  int64_t len = GENERATE(17, 4096, 4097, 262144);
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  SECTION("softmax of a scaled, biased row, and it scaled and added to a residual, with batch dims") {
+    Graph g;
+    Tensor x = g.input("x", t, {"B", 3, len});
+    Tensor bias = g.input("bias", t, {len});
+    Tensor res = g.input("res", t, {"B", 3, len});
+    Tensor scale = g.scalar("scale");
+    Tensor sm = softmax(x * scale + bias);
+    // Checked relatively: softmax is ~1/len, next to a residual of ~1 in y.
+    // (Not scaled by len in y: in f16, softmax of long rows is subnormal, and
+    // one ulp of its rounding times len would exceed the tolerance.)
+    g.output("softmax", sm);
+    g.output("y", sm * 2.0 + res);
+    runAndCheck(g, {.dims = {{"B", len > 4097 ? 1 : 5}},
+                    .ranges = {{"x", {-2, 2}}},
+                    .scalars = {{"scale", 0.7}},
+                    .relFloor = {{"softmax", 0}}});
+  }
+  SECTION("layernorm of gelu(x) followed by silu") {
+    Graph g;
+    Tensor x = g.input("x", t, {"R", len});
+    Tensor w = g.input("w", t, {len});
+    Tensor b = g.input("b", t, {len});
+    g.output("y", silu(layernorm(gelu(x), w, b)));
+    runAndCheck(g, {.dims = {{"R", rowsFor(len)}}, .ranges = {{"x", {-3, 3}}}});
+  }
+}
+
+TEST_CASE("reduction kernels stay correct from unaligned base pointers", "[gpu][reduction]") {
+  test::requireGpu();
+  size_t offset = GENERATE(2, 6, 12);
+  int64_t len = GENERATE(4096, 4097);
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"R", len});
+  Tensor w = g.input("w", DType::BF16, {len});
+  // bf16 tensors only: every offset keeps their elements aligned.
+  g.output("y", rmsnorm(x, w));
+  g.output("s", sum(x, -1));
+  g.output("m", max(x, -1, true));
+  runAndCheck(g, {.dims = {{"R", 9}}, .ranges = {{"x", {-0.25, 0.5}}}, .misalign = offset});
+}
+
+TEST_CASE("graphs split into several kernels match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  struct S {
+    Shape shape;
+    int64_t rows;  // R, where the shape has it
+  };
+  // [1024, 1024]: mean(x) is the mean of a whole tensor of 1 << 20 elements.
+  S s = GENERATE(S{{1024, 1024}, 0}, S{{"R", 1000}, 777}, S{{"R", 17}, 5000}, S{{"R", 4097}, 3});
+  const std::vector<test::GraphCase> cases = test::splitCases(t, s.shape);
+  const test::GraphCase& c = cases.at(GENERATE(range(size_t{0}, test::splitCases(DType::F32, {2, 2}).size())));
+  INFO(c.label << (s.rows ? " with R = " + std::to_string(s.rows) : std::string()));
+  test::RunOptions o = optionsFor(c, s.rows);
+  if (!s.rows) o.dims.clear();  // a static shape
+  runAndCheck(c.graph, o);
+}
