@@ -13,6 +13,8 @@
 //   bench_reduction --reference     (no GPU needed) time the host-side checks
 //   bench_reduction control         a pointwise control case (y = x * w) that
 //                                   runs the harness without a reduction
+//   KILN_ROW_CONFIG='{"threads_per_row": 512, "persistent": 0}' bench_reduction ...
+//                                   every row kernel with that config (a sweep)
 //
 // Every case is checked once before it is timed: outputs poisoned (NaN),
 // one launch, then a spread subset of rows (all rows of the small cases)
@@ -478,6 +480,13 @@ StreamTime backToBack(const std::function<void()>& fn, int calls = 100, int batc
   return {rt::summarizeSamples(us).medianUs};
 }
 
+// KILN_ROW_CONFIG: a row-reduction config override for every case (sweeps).
+kiln::CompileOptions benchOptions() {
+  kiln::CompileOptions o;
+  if (const char* env = std::getenv("KILN_ROW_CONFIG")) o.rowConfigOverride = env;
+  return o;
+}
+
 // Compiles, checks and times one case. Returns true when it passed.
 bool runCase(const Case& c) {
   std::printf("\n== %s\n", c.name().c_str());
@@ -486,7 +495,7 @@ bool runCase(const Case& c) {
   Kernel k;
   Graph g = buildGraph(c, c.rows);
   try {
-    k = compile(g);
+    k = compile(g, benchOptions());
   } catch (const std::exception& e) {
     std::printf("%-40s FAIL (compile): %s\n", c.name().c_str(), e.what());
     j["correct"] = false;
@@ -628,7 +637,7 @@ int compileOnly(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     try {
       auto t0 = std::chrono::steady_clock::now();
-      Kernel k = compile(buildGraph(c, c.rows));
+      Kernel k = compile(buildGraph(c, c.rows), benchOptions());
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::printf("%-40s compiled: %s (%.0f ms)\n", c.name().c_str(), firstLine(k.explain()).c_str(), ms);
     } catch (const std::exception& e) {

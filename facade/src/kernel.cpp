@@ -284,6 +284,7 @@ std::shared_ptr<Kernel::Impl> newImpl(const Graph& graph, const CompileOptions& 
   co.route = options.route;
   co.keepText = options.keepText;
   co.configOverride = options.configOverride;
+  co.rowConfigOverride = options.rowConfigOverride;
   co.variants = compiler::EntryVariants::VectorOnly;
   if (rt::driverAvailable()) co.smCount = rt::Device::current().properties().smCount;
   return impl;
@@ -388,7 +389,8 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
   std::string chip = options.chip;
   if (chip.empty()) chip = rt::driverAvailable() ? rt::Device::current().properties().arch() : "sm_90";
   std::string key = chip + "|" + std::string(compiler::routeName(options.route)) + "|" +
-                    (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + graph.toText();
+                    (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + options.rowConfigOverride + "|" +
+                    graph.toText();
   KernelRegistry& reg = KernelRegistry::instance();
   std::lock_guard<std::mutex> lock(reg.mutex);
   auto it = reg.kernels.find(key);

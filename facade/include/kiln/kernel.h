@@ -53,8 +53,10 @@ struct CompileOptions {
   std::string chip;
   compiler::CubinRoute route = compiler::CubinRoute::Default;
   bool keepText = true;  // keep MLIR and PTX (for explain / tools)
-  // JSON replacing the heuristic's config choices (see compiler::CompileOptions).
+  // JSON replacing the heuristic's config choices (see compiler::CompileOptions):
+  // for pointwise kernels, and for row-reduction kernels.
   std::string configOverride;
+  std::string rowConfigOverride;
 };
 
 class Kernel {
