@@ -614,13 +614,17 @@ PointwiseKernel PointwiseEmitter::run(const std::string& name, EntryVariants var
     if (vector > 1)
       for (const auto& [key, a] : accesses_)
         if (a.node == id && vecClass[key] == 1) align = std::min(16, vector * dtypeSize(n.dtype));
-    k.tensors.push_back({n.name, n.dtype, n.shape, false, false, align});
+    k.tensors.push_back({.name = n.name, .dtype = n.dtype, .shape = n.shape, .output = false, .alignment = align});
   }
   for (int o : group_.outputs) {
     const GraphOutput& go = g_.outputs()[o];
     const Node& n = g_.node(go.node);
     bool hasVector = vector > 1 && variants != EntryVariants::ScalarOnly;
-    k.tensors.push_back({go.name, n.dtype, n.shape, true, false, hasVector ? std::min(16, vector * dtypeSize(n.dtype)) : 0});
+    k.tensors.push_back({.name = go.name,
+                         .dtype = n.dtype,
+                         .shape = n.shape,
+                         .output = true,
+                         .alignment = hasVector ? std::min(16, vector * dtypeSize(n.dtype)) : 0});
   }
   k.dims = dims_;
   for (int id : scalars_) k.scalars.push_back({g_.node(id).name, g_.node(id).dtype});

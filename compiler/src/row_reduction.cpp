@@ -12,6 +12,7 @@
 #include "element_emitter.h"
 #include "frames.h"
 #include "poly.h"
+#include "row_accumulators.h"
 
 namespace kiln::compiler {
 
@@ -32,22 +33,6 @@ Shape domainOf(const Graph& g) {
     if (isReduction(g.node(id).op)) return g.node(g.node(id).inputs[0]).shape;
   throw Error("kiln: internal: a row-reduction kernel without a reduction");
 }
-
-enum class AccKind { Sum, Prod, Max, Min, ArgMax, ArgMin, Welford, Lse, SqDev };
-
-// One accumulator: what a thread carries along its share of a row.
-struct Acc {
-  AccKind kind = AccKind::Sum;
-  int node = -1;     // the reduction node (Lse: the sum)
-  int maxNode = -1;  // Lse: the paired max
-  int operand = -1;  // reduced node, seen through the identity frame
-  DType type = DType::F32;  // the accumulation dtype (compute type of it)
-  int level = 0;
-  std::vector<std::string> types;  // MLIR types of the components
-  // Persistent variance in two passes over registers: a hidden sum (node -1)
-  // gives the mean, then SqDev sums the squared deviations from it.
-  int meanAcc = -1;                // SqDev: index of its hidden sum in accs_
-};
 
 class RowEmitter {
  public:
@@ -98,20 +83,16 @@ class RowEmitter {
     return f;
   }
 
-  // accumulators
-  std::vector<std::string> identity(MlirWriter& w, const Acc& a);
-  std::vector<std::string> accumulate(MlirWriter& w, const Acc& a, const std::vector<std::string>& s,
-                                      const std::vector<std::string>& xs, const std::vector<std::string>& cols,
-                                      const std::string& valid);
-  std::vector<std::string> merge(MlirWriter& w, const Acc& a, const std::vector<std::string>& x,
-                                 const std::vector<std::string>& y);
-  std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<std::string> s, int& slot);
+  // accumulators (row_accumulators.h does the algebra)
   void finalize(MlirWriter& w, const Acc& a, const std::vector<std::string>& s);
-  std::string shuffleXor(MlirWriter& w, const std::string& v, const std::string& type, int offset);
-  std::string expF32(MlirWriter& w, const std::string& x);
-  std::string scaleFor(MlirWriter& w, const std::string& mOld, const std::string& mNew);
-  std::string argBetter(MlirWriter& w, const Acc& a, const std::string& v, const std::string& i, const std::string& bv,
-                        const std::string& bi);
+  std::vector<std::string> accumulateAcc(MlirWriter& w, const Acc& a, const std::vector<std::string>& s,
+                                         const std::vector<std::string>& xs, const std::vector<std::string>& cols,
+                                         const std::string& valid) {
+    return accumulate(w, a, s, xs, cols, valid, a.kind == AccKind::SqDev ? hiddenMean_.at(a.meanAcc) : "");
+  }
+  std::vector<std::string> crossThreadAcc(MlirWriter& w, const Acc& a, const std::vector<std::string>& s) {
+    return crossThread(w, a, s, RowThreads{cfg_.threadsPerRow, lane32_, warp_, smem_}, smemSlots_);
+  }
   std::string nAsF32(MlirWriter& w);
 
   // level passes
@@ -555,269 +536,10 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
 
 // ------------------------------------------------------------- accumulators
 
-// The exps inside the online log-sum-exp statistic (the running sum and its
-// rescaling): ex2.approx (relative error ~2^-22 plus the rounding of
-// x*log2(e)), well inside f32's tolerance for a sum of positive terms; the
-// accurate libdevice exp made cross-entropy compute-bound.
-std::string RowEmitter::expF32(MlirWriter& w, const std::string& x) {
-  return w.assign("math.exp " + x + " fastmath<afn> : f32");
-}
-
-// exp(mOld - mNew), exactly 1 when equal (so -inf - -inf is not NaN).
-std::string RowEmitter::scaleFor(MlirWriter& w, const std::string& mOld, const std::string& mNew) {
-  std::string same = w.assign("arith.cmpf oeq, " + mOld + ", " + mNew + " : f32");
-  std::string d = w.assign("arith.subf " + mOld + ", " + mNew + " : f32");
-  return w.assign("arith.select " + same + ", " + w.f32(1.0) + ", " + expF32(w, d) + " : f32");
-}
-
 std::string RowEmitter::nAsF32(MlirWriter& w) {
   const Dim& d = dom_[k_ - 1];
   if (d.isStatic()) return w.f32(static_cast<double>(d.size));
   return w.assign("arith.uitofp " + dimArg_.at(d.name) + " : i64 to f32");
-}
-
-std::vector<std::string> RowEmitter::identity(MlirWriter& w, const Acc& a) {
-  const std::string ct = computeType(a.type);
-  const bool fl = ct == "f32";
-  auto extreme = [&](bool lowest) -> std::string {
-    if (fl) return w.f32(lowest ? -INFINITY : INFINITY);
-    if (ct == "i1") return w.boolean(!lowest);
-    int64_t v = ct == "i32" ? (lowest ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max())
-                            : (lowest ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
-    return w.integer(v, ct);
-  };
-  switch (a.kind) {
-    case AccKind::Sum:
-      return {fl ? w.f32(0.0) : w.integer(0, ct)};
-    case AccKind::Prod:
-      return {fl ? w.f32(1.0) : w.integer(1, ct)};
-    case AccKind::Max:
-      return {extreme(true)};
-    case AccKind::Min:
-      return {extreme(false)};
-    case AccKind::ArgMax:
-      return {extreme(true), w.integer(std::numeric_limits<int32_t>::max(), "i32")};
-    case AccKind::ArgMin:
-      return {extreme(false), w.integer(std::numeric_limits<int32_t>::max(), "i32")};
-    case AccKind::Welford:
-      return {w.f32(0.0), w.f32(0.0), w.f32(0.0)};
-    case AccKind::Lse:
-      return {w.f32(-INFINITY), w.f32(0.0)};
-    case AccKind::SqDev:
-      return {w.f32(0.0)};
-  }
-  return {};
-}
-
-std::string RowEmitter::argBetter(MlirWriter& w, const Acc& a, const std::string& v, const std::string& i,
-                                  const std::string& bv, const std::string& bi) {
-  const std::string ct = computeType(a.type);
-  const bool mx = a.kind == AccKind::ArgMax;
-  std::string earlier = w.assign("arith.cmpi slt, " + i + ", " + bi + " : i32");
-  if (ct != "f32") {
-    std::string gt = w.assign("arith.cmpi " + std::string(mx ? "sgt" : "slt") + ", " + v + ", " + bv + " : " + ct);
-    std::string eq = w.assign("arith.cmpi eq, " + v + ", " + bv + " : " + ct);
-    return w.assign("arith.ori " + gt + ", " + w.assign("arith.andi " + eq + ", " + earlier + " : i1") + " : i1");
-  }
-  std::string gt = w.assign("arith.cmpf " + std::string(mx ? "ogt" : "olt") + ", " + v + ", " + bv + " : f32");
-  std::string nanV = w.assign("arith.cmpf uno, " + v + ", " + v + " : f32");
-  std::string nanB = w.assign("arith.cmpf uno, " + bv + ", " + bv + " : f32");
-  std::string notNanB = w.assign("arith.xori " + nanB + ", " + w.boolean(true) + " : i1");
-  std::string eq = w.assign("arith.cmpf oeq, " + v + ", " + bv + " : f32");
-  std::string bothNan = w.assign("arith.andi " + nanV + ", " + nanB + " : i1");
-  std::string same = w.assign("arith.ori " + eq + ", " + bothNan + " : i1");
-  std::string win = w.assign("arith.ori " + gt + ", " + w.assign("arith.andi " + nanV + ", " + notNanB + " : i1") + " : i1");
-  return w.assign("arith.ori " + win + ", " + w.assign("arith.andi " + same + ", " + earlier + " : i1") + " : i1");
-}
-
-// Chan's merge of two (count, mean, M2) triples; an empty side is exact.
-static std::vector<std::string> chan(MlirWriter& w, const std::vector<std::string>& x,
-                                     const std::vector<std::string>& y) {
-  std::string n = w.assign("arith.addf " + x[0] + ", " + y[0] + " : f32");
-  std::string empty = w.assign("arith.cmpf oeq, " + n + ", " + w.f32(0.0) + " : f32");
-  std::string ratio = w.assign("arith.divf " + y[0] + ", " + n + " : f32");
-  ratio = w.assign("arith.select " + empty + ", " + w.f32(0.0) + ", " + ratio + " : f32");
-  std::string delta = w.assign("arith.subf " + y[1] + ", " + x[1] + " : f32");
-  std::string mean = w.assign("math.fma " + delta + ", " + ratio + ", " + x[1] + " : f32");
-  std::string t = w.assign("arith.mulf " + delta + ", " + delta + " : f32");
-  t = w.assign("arith.mulf " + t + ", " + x[0] + " : f32");
-  t = w.assign("arith.mulf " + t + ", " + ratio + " : f32");
-  std::string m2 = w.assign("arith.addf " + x[2] + ", " + y[2] + " : f32");
-  m2 = w.assign("arith.addf " + m2 + ", " + t + " : f32");
-  return {n, mean, m2};
-}
-
-std::vector<std::string> RowEmitter::merge(MlirWriter& w, const Acc& a, const std::vector<std::string>& x,
-                                           const std::vector<std::string>& y) {
-  const std::string ct = computeType(a.type);
-  const bool fl = ct == "f32";
-  switch (a.kind) {
-    case AccKind::Sum:
-    case AccKind::SqDev:
-      return {w.assign(std::string(fl ? "arith.addf " : "arith.addi ") + x[0] + ", " + y[0] + " : " + ct)};
-    case AccKind::Prod:
-      return {w.assign(std::string(fl ? "arith.mulf " : "arith.muli ") + x[0] + ", " + y[0] + " : " + ct)};
-    case AccKind::Max:
-      return {w.assign(std::string(fl ? "arith.maximumf " : ct == "i1" ? "arith.ori " : "arith.maxsi ") + x[0] + ", " +
-                       y[0] + " : " + ct)};
-    case AccKind::Min:
-      return {w.assign(std::string(fl ? "arith.minimumf " : ct == "i1" ? "arith.andi " : "arith.minsi ") + x[0] + ", " +
-                       y[0] + " : " + ct)};
-    case AccKind::ArgMax:
-    case AccKind::ArgMin: {
-      std::string b = argBetter(w, a, y[0], y[1], x[0], x[1]);
-      return {w.assign("arith.select " + b + ", " + y[0] + ", " + x[0] + " : " + ct),
-              w.assign("arith.select " + b + ", " + y[1] + ", " + x[1] + " : i32")};
-    }
-    case AccKind::Welford:
-      return chan(w, x, y);
-    case AccKind::Lse: {
-      std::string m = w.assign("arith.maximumf " + x[0] + ", " + y[0] + " : f32");
-      std::string s1 = w.assign("arith.mulf " + x[1] + ", " + scaleFor(w, x[0], m) + " : f32");
-      std::string s2 = w.assign("arith.mulf " + y[1] + ", " + scaleFor(w, y[0], m) + " : f32");
-      return {m, w.assign("arith.addf " + s1 + ", " + s2 + " : f32")};
-    }
-  }
-  return {};
-}
-
-// Folds one chunk of lanes (consecutive columns) into the state; `valid`
-// (i1, or empty for always) says whether the chunk is inside the row.
-std::vector<std::string> RowEmitter::accumulate(MlirWriter& w, const Acc& a, const std::vector<std::string>& s,
-                                                const std::vector<std::string>& xs,
-                                                const std::vector<std::string>& cols, const std::string& valid) {
-  std::vector<std::string> out;
-  const int n = static_cast<int>(xs.size());
-  if (a.kind == AccKind::SqDev) {
-    std::vector<std::string> sq;
-    const std::string& mean = hiddenMean_.at(a.meanAcc);
-    for (const std::string& x : xs) {
-      std::string d = w.assign("arith.subf " + x + ", " + mean + " : f32");
-      sq.push_back(w.assign("arith.mulf " + d + ", " + d + " : f32"));
-    }
-    Acc sum = a;
-    sum.kind = AccKind::Sum;
-    return accumulate(w, sum, s, sq, cols, valid);
-  }
-  switch (a.kind) {
-    case AccKind::SqDev:
-    case AccKind::Sum:
-    case AccKind::Prod:
-    case AccKind::Max:
-    case AccKind::Min: {
-      // A balanced tree over the lanes, then one merge into the state.
-      std::vector<std::vector<std::string>> level;
-      for (const std::string& x : xs) level.push_back({x});
-      while (level.size() > 1) {
-        std::vector<std::vector<std::string>> next;
-        for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(merge(w, a, level[i], level[i + 1]));
-        if (level.size() % 2) next.push_back(level.back());
-        level = std::move(next);
-      }
-      out = merge(w, a, s, level[0]);
-      break;
-    }
-    case AccKind::ArgMax:
-    case AccKind::ArgMin:
-      out = s;
-      for (int i = 0; i < n; ++i) out = merge(w, a, out, {xs[i], cols[i]});
-      break;
-    case AccKind::Welford: {
-      std::string sum = xs[0];
-      for (int i = 1; i < n; ++i) sum = w.assign("arith.addf " + sum + ", " + xs[i] + " : f32");
-      std::string cnt = w.f32(static_cast<double>(n));
-      std::string mean = w.assign("arith.mulf " + sum + ", " + w.f32(1.0 / n) + " : f32");
-      std::string m2;
-      for (int i = 0; i < n; ++i) {
-        std::string d = w.assign("arith.subf " + xs[i] + ", " + mean + " : f32");
-        m2 = m2.empty() ? w.assign("arith.mulf " + d + ", " + d + " : f32")
-                        : w.assign("math.fma " + d + ", " + d + ", " + m2 + " : f32");
-      }
-      out = chan(w, s, {cnt, mean, m2});
-      break;
-    }
-    case AccKind::Lse: {
-      std::string cm = xs[0];
-      for (int i = 1; i < n; ++i) cm = w.assign("arith.maximumf " + cm + ", " + xs[i] + " : f32");
-      std::string m = w.assign("arith.maximumf " + s[0] + ", " + cm + " : f32");
-      std::string ninf = w.assign("arith.cmpf oeq, " + m + ", " + w.f32(-INFINITY) + " : f32");
-      std::string ms = w.assign("arith.select " + ninf + ", " + w.f32(0.0) + ", " + m + " : f32");
-      std::string sum = w.assign("arith.mulf " + s[1] + ", " + scaleFor(w, s[0], m) + " : f32");
-      for (int i = 0; i < n; ++i)
-        sum = w.assign("arith.addf " + sum + ", " + expF32(w, w.assign("arith.subf " + xs[i] + ", " + ms + " : f32")) +
-                       " : f32");
-      out = {m, sum};
-      break;
-    }
-  }
-  if (!valid.empty())
-    for (size_t i = 0; i < out.size(); ++i)
-      out[i] = w.assign("arith.select " + valid + ", " + out[i] + ", " + s[i] + " : " + a.types[i]);
-  return out;
-}
-
-std::string RowEmitter::shuffleXor(MlirWriter& w, const std::string& v, const std::string& type, int offset) {
-  std::string off = w.integer(offset, "i32");
-  std::string width = w.integer(32, "i32");
-  auto shfl32 = [&](const std::string& x, const std::string& t) {
-    std::string r = w.fresh();
-    w.line(r + ", " + w.fresh() + " = gpu.shuffle xor " + x + ", " + off + ", " + width + " : " + t);
-    return r;
-  };
-  if (type == "f32" || type == "i32") return shfl32(v, type);
-  if (type == "i1") {
-    std::string x = w.assign("arith.extui " + v + " : i1 to i32");
-    return w.assign("arith.trunci " + shfl32(x, "i32") + " : i32 to i1");
-  }
-  // i64: two halves
-  std::string lo = w.assign("arith.trunci " + v + " : i64 to i32");
-  std::string hi = w.assign("arith.trunci " + w.assign("arith.shrui " + v + ", " + w.integer(32, "i64") + " : i64") +
-                            " : i64 to i32");
-  std::string lo2 = w.assign("arith.extui " + shfl32(lo, "i32") + " : i32 to i64");
-  std::string hi2 = w.assign("arith.extui " + shfl32(hi, "i32") + " : i32 to i64");
-  hi2 = w.assign("arith.shli " + hi2 + ", " + w.integer(32, "i64") + " : i64");
-  return w.assign("arith.ori " + hi2 + ", " + lo2 + " : i64");
-}
-
-// The whole row's state in every thread of the row: butterfly shuffles in
-// the warp, then (T > 32) the warps' partials through shared memory, merged
-// in warp order by every thread (deterministic, no second barrier).
-std::vector<std::string> RowEmitter::crossThread(MlirWriter& w, const Acc& a, std::vector<std::string> s, int& slot) {
-  const int T = cfg_.threadsPerRow;
-  for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) {
-    std::vector<std::string> o;
-    for (size_t i = 0; i < s.size(); ++i) o.push_back(shuffleXor(w, s[i], a.types[i], off));
-    s = merge(w, a, s, o);
-  }
-  if (T <= 32) return s;
-  const int W = T / 32;
-  std::vector<int> slots;
-  std::string isLane0 = w.assign("arith.cmpi eq, " + lane32_ + ", " + w.integer(0, "i32") + " : i32");
-  w.line("scf.if " + isLane0 + " {");
-  w.indent();
-  for (size_t i = 0; i < s.size(); ++i) {
-    int sl = slot++;
-    slots.push_back(sl);
-    std::string idx = w.assign("arith.addi " + warp_ + ", " + w.integer(sl * W, "i32") + " : i32");
-    std::string p = w.assign("llvm.getelementptr " + smem_ + "[" + idx + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
-    w.line("llvm.store " + s[i] + ", " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
-           " : i64} : " + a.types[i] + ", !llvm.ptr<3>");
-  }
-  w.dedent();
-  w.line("}");
-  w.line("gpu.barrier");
-  std::vector<std::string> acc;
-  for (int j = 0; j < W; ++j) {
-    std::vector<std::string> part;
-    for (size_t i = 0; i < s.size(); ++i) {
-      std::string p = w.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(slots[i] * W + j) +
-                               "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
-      part.push_back(w.assign("llvm.load " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
-                              " : i64} : !llvm.ptr<3> -> " + a.types[i]));
-    }
-    acc = acc.empty() ? part : merge(w, a, acc, part);
-  }
-  return acc;
 }
 
 void RowEmitter::finalize(MlirWriter& w, const Acc& a, const std::vector<std::string>& s) {
@@ -882,10 +604,10 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
         if (a.kind == AccKind::ArgMax || a.kind == AccKind::ArgMin)
           for (int l = 0; l < vector_; ++l)
             cols.push_back(l ? w.assign("arith.addi " + c.cols[j] + ", " + w.integer(l, "i32") + " : i32") : c.cols[j]);
-        s = accumulate(w, a, s, xs, cols, valid[j]);
+        s = accumulateAcc(w, a, s, xs, cols, valid[j]);
       }
       (void)slot;
-      s = crossThread(w, a, s, smemSlots_);
+      s = crossThreadAcc(w, a, s);
       finalize(w, a, s);
     }
 }
@@ -1013,12 +735,12 @@ void RowEmitter::levelLooped(int level) {
           if (a.kind == AccKind::ArgMax || a.kind == AccKind::ArgMin)
             cols.push_back(l ? b.assign("arith.addi " + c.cols[u] + ", " + b.integer(l, "i32") + " : i32") : c.cols[u]);
         }
-        s[i] = accumulate(b, a, s[i], xs, cols, "");
+        s[i] = accumulateAcc(b, a, s[i], xs, cols, "");
       }
     return s;
   });
   for (size_t i = 0; i < here.size(); ++i) {
-    std::vector<std::string> s = crossThread(w, *here[i], states[i], smemSlots_);
+    std::vector<std::string> s = crossThreadAcc(w, *here[i], states[i]);
     finalize(w, *here[i], s);
   }
 }
@@ -1297,13 +1019,17 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     if (hasVector)
       for (const auto& [key, a] : accesses_)
         if (a.node == id && !a.strides[k_ - 1].isZero() && vectorAccess(a)) align = std::min(16, V * dtypeSize(n.dtype));
-    k.tensors.push_back({n.name, n.dtype, n.shape, false, false, align});
+    k.tensors.push_back({.name = n.name, .dtype = n.dtype, .shape = n.shape, .output = false, .alignment = align});
   }
   for (size_t o = 0; o < g_.outputs().size(); ++o) {
     const GraphOutput& go = g_.outputs()[o];
     const Node& n = g_.node(go.node);
     bool full = std::count(fullOutputs_.begin(), fullOutputs_.end(), static_cast<int>(o)) > 0;
-    k.tensors.push_back({go.name, n.dtype, n.shape, true, false, full && hasVector ? std::min(16, V * dtypeSize(n.dtype)) : 0});
+    k.tensors.push_back({.name = go.name,
+                         .dtype = n.dtype,
+                         .shape = n.shape,
+                         .output = true,
+                         .alignment = full && hasVector ? std::min(16, V * dtypeSize(n.dtype)) : 0});
   }
   k.dims = dims_;
   for (int id : scalars_) k.scalars.push_back({g_.node(id).name, g_.node(id).dtype});
