@@ -7,3 +7,5 @@ bash scripts/build.sh
 "${KILN_BUILD_DIR:-build}"/examples/lesson_00_graphs
 echo
 "${KILN_BUILD_DIR:-build}"/examples/lesson_01_bias_gelu
+echo
+"${KILN_BUILD_DIR:-build}"/examples/lesson_02_row_reductions

@@ -19,7 +19,7 @@ trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/kiln/bin" "$STAGE/kiln/lib" "$STAGE/kiln/anchors" "$STAGE/kiln/graphs"
 for exe in tests/kiln_tests runtime/tests/kiln_runtime_tests compiler/kiln_compiler_tests \
            bench/bench_pointwise bench/bench_reduction bench/bench_compile tools/kiln \
-           examples/lesson_00_graphs examples/lesson_01_bias_gelu; do
+           examples/lesson_00_graphs examples/lesson_01_bias_gelu examples/lesson_02_row_reductions; do
   if [ -f "$BUILD/$exe" ]; then cp "$BUILD/$exe" "$STAGE/kiln/bin/"; fi
 done
 cp "$BUILD"/compiler/libkiln_compiler.so* "$STAGE/kiln/lib/"

@@ -76,6 +76,9 @@ if [[ " $STAGES " == *" tests "* ]]; then
   tail -n 3 "$OUTDIR/tests-gpu.log" "$OUTDIR/tests-runtime-gpu.log" | tee -a "$LOG"
   [ "$s1" -eq 0 ] && [ "$s2" -eq 0 ] || status=1
   bounded "$K/bin/lesson_01_bias_gelu" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  if [ -x "$K/bin/lesson_02_row_reductions" ]; then
+    bounded "$K/bin/lesson_02_row_reductions" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
 fi
 if [[ " $STAGES " == *" bench "* ]]; then
   stage_begin "${KILN_TIMEOUT_BENCH:-200}"
