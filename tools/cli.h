@@ -42,6 +42,8 @@ int runCheck(int argc, char** argv);
 int runEval(int argc, char** argv);
 int runCompile(int argc, char** argv);
 int runSamples(int argc, char** argv);
+int runCache(int argc, char** argv);
+extern const char* kCacheHelp;
 extern const char* kSamplesHelp;
 extern const char* kCompileHelp;
 extern const char* kCheckHelp;

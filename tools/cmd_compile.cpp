@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/dsl/text.h"
+#include "kiln/kernel.h"
 
 namespace kiln::cli {
 
@@ -22,13 +23,15 @@ const char* kCompileHelp =
     "  --json         one JSON object: \"kernels\" (in launch order; per kernel\n"
     "                 name, schedule, config, why, tensors, entries, registers,\n"
     "                 spills (bytes), stack (bytes), compile_ms (graph ->\n"
-    "                 cubin) and stages_ms), \"workspace\" (the intermediates\n"
+    "                 cubin), stages_ms and cache (hit, miss, rebuilt or off)),\n"
+    "                 \"workspace\" (the intermediates\n"
     "                 between kernels: name, dtype, shape with dynamic dims as\n"
     "                 names) and \"explain\" (the planner's account of the split)\n"
     "\n"
     "  --dim NAME=VALUE  specialize a dynamic dim to a static size; dims left\n"
     "                    unbound stay kernel parameters\n"
     "  --chip sm_XY      target SM (default sm_90)\n"
+    "  --no-cache        compile without the disk cache (see `kiln cache`)\n"
     "  -o OUT            write to OUT instead of standard output\n"
     "\n"
     "KILN_DUMP=graph,mlir,ptx (or all) prints the same stages from any program\n"
@@ -72,7 +75,7 @@ int runCompile(int argc, char** argv) {
   } else {
     compiler::CompileOptions opts;
     if (auto chip = a.get("chip")) opts.chip = *chip;
-    compiler::CompiledGraph cg = compiler::compileGraph(g, opts);
+    compiler::CompiledGraph cg = compileGraphCached(g, opts, !a.has("no-cache"));
     if (a.has("json")) {
       nlohmann::json kernels = nlohmann::json::array();
       for (const compiler::CompiledKernel& k : cg.kernels) {
@@ -103,6 +106,7 @@ int runCompile(int argc, char** argv) {
         nlohmann::json stages = nlohmann::json::object();
         for (const compiler::StageTime& s : k.stages) stages[s.name] = s.ms;
         j["stages_ms"] = stages;
+        j["cache"] = k.cache;
         kernels.push_back(j);
       }
       nlohmann::json workspace = nlohmann::json::array();

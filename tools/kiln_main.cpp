@@ -15,6 +15,7 @@ const std::vector<Command>& commands() {
       {"eval", "reference-evaluate a graph on random inputs", kEvalHelp, runEval},
       {"compile", "compile a graph to kernels and show any stage", kCompileHelp, runCompile},
       {"samples", "list or write the sample graphs", kSamplesHelp, runSamples},
+      {"cache", "look at and manage the disk cache of compiled kernels", kCacheHelp, runCache},
   };
   return cmds;
 }

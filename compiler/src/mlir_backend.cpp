@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
@@ -610,4 +611,6 @@ PtxResult lowerModuleToPtx(mlir::ModuleOp module, const PtxOptions& options) {
 }
 
 }  // namespace detail
+std::string llvmVersion() { return LLVM_VERSION_STRING; }
+
 }  // namespace kiln::compiler

@@ -73,6 +73,7 @@ struct Kernel::Impl {
   std::atomic<bool> loaded{false};
   std::mutex loadMutex;
   std::string chip;
+  bool diskCache = true;
 };
 
 namespace {
@@ -120,7 +121,7 @@ void loadScalarEntries(Kernel::Impl& impl) {
     if (!needed) return;
     compiler::CompileOptions co = impl.options;
     co.variants = compiler::EntryVariants::ScalarOnly;
-    impl.scalarCompiled = compiler::compileGraph(impl.graph, co);
+    impl.scalarCompiled = compileGraphCached(impl.graph, co, impl.diskCache);
     if (impl.scalarCompiled.kernels.size() != impl.kernels.size())
       throw Error("kiln: internal error: the scalar-entry compile made " +
                   std::to_string(impl.scalarCompiled.kernels.size()) + " kernels, the first compile " +
@@ -292,16 +293,23 @@ std::shared_ptr<Kernel::Impl> newImpl(const Graph& graph, const CompileOptions& 
 
 std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& options, const std::string& chip) {
   auto impl = newImpl(graph, options, chip);
-  impl->compiled = compiler::compileGraph(graph, impl->options);
+  impl->diskCache = options.diskCache;
+  impl->compiled = compileGraphCached(graph, impl->options, options.diskCache);
   prepare(*impl);
   return impl;
 }
 
 // The process-wide registry of compiled graphs (equal graph, equal options:
-// the same kernel).
+// the same kernel). One compile per key runs at a time; compiles of
+// different keys run in parallel (the registry's lock is held only to find
+// the key's slot).
 struct KernelRegistry {
+  struct Slot {
+    std::mutex mutex;
+    std::shared_ptr<Kernel::Impl> impl;
+  };
   std::mutex mutex;
-  std::map<std::string, std::shared_ptr<Kernel::Impl>> kernels;
+  std::map<std::string, std::shared_ptr<Slot>> kernels;
   static KernelRegistry& instance() {
     static KernelRegistry r;
     return r;
@@ -391,13 +399,18 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
   std::string key = chip + "|" + std::string(compiler::routeName(options.route)) + "|" +
                     (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + options.rowConfigOverride + "|" +
                     graph.toText();
+  key += options.diskCache ? "|disk" : "|nodisk";
   KernelRegistry& reg = KernelRegistry::instance();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  auto it = reg.kernels.find(key);
-  if (it != reg.kernels.end()) return Kernel(it->second);
-  auto impl = build(graph, options, chip);
-  reg.kernels[key] = impl;
-  return Kernel(impl);
+  std::shared_ptr<KernelRegistry::Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(reg.mutex);
+    auto& s = reg.kernels[key];
+    if (!s) s = std::make_shared<KernelRegistry::Slot>();
+    slot = s;
+  }
+  std::lock_guard<std::mutex> lock(slot->mutex);  // others compiling this key wait here
+  if (!slot->impl) slot->impl = build(graph, options, chip);
+  return Kernel(slot->impl);
 }
 
 namespace detail {

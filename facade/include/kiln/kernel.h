@@ -44,6 +44,10 @@
 
 namespace kiln {
 
+namespace rt {
+class DiskCache;
+}
+
 using rt::ScalarArg;
 using Args = rt::NamedArgs;
 
@@ -57,7 +61,21 @@ struct CompileOptions {
   // for pointwise kernels, and for row-reduction kernels.
   std::string configOverride;
   std::string rowConfigOverride;
+  // Look up and store compiled kernels in the disk cache ($KILN_CACHE_DIR,
+  // else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; KILN_CACHE=0 turns it off
+  // for the whole process). A second process compiling an equal graph with
+  // equal options loads the cubins instead of compiling.
+  bool diskCache = true;
 };
+
+// Graph → cubins through the disk cache, without loading anything (what
+// `kiln compile` uses). Each kernel's `cache` says "hit", "miss", "rebuilt"
+// or "off".
+// `cache`: null for the process-wide one (rt::DiskCache::global()).
+compiler::CompiledGraph compileGraphCached(const Graph& graph, const compiler::CompileOptions& options,
+                                           bool useDiskCache = true, rt::DiskCache* cache = nullptr);
+// False when KILN_CACHE is 0, off, false or no.
+bool diskCacheEnabledByEnvironment();
 
 class Kernel {
  public:

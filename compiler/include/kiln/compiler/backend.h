@@ -113,6 +113,9 @@ KILN_COMPILER_API PtxResult lowerToPtx(const GpuModule& module, const PtxOptions
 // ------------------------------------------------------------- PTX → cubin
 
 // What ptxas reports for one kernel (an .entry).
+// The LLVM/MLIR version kiln's compiler library was built with ("22.1.0").
+KILN_COMPILER_API std::string llvmVersion();
+
 struct ResourceReport {
   std::string kernel;
   int registers = 0;        // per thread

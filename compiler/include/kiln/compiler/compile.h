@@ -72,6 +72,10 @@ struct CompiledKernel {
   std::vector<ResourceReport> resources;  // per entry
   StageTimes stages;       // emit, mlir-*, llvm-*, ptxas...
   double compileMs = 0;    // graph → cubin for this kernel
+  // Where the artifacts came from, set by the facade's disk cache: "hit",
+  // "miss" (compiled, then stored), "rebuilt" (a corrupt entry was
+  // replaced), "off" (not cached); empty when compiled directly.
+  std::string cache;
 };
 
 // Which entries to build. A vectorized entry needs aligned pointers; the

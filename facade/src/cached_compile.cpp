@@ -1,0 +1,231 @@
+#include "cached_compile.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "kiln/kernel.h"
+#include "kiln/runtime/disk_cache.h"
+#include "kiln_version.h"
+
+namespace kiln {
+
+namespace detail {
+
+namespace {
+
+using nlohmann::json;
+
+// The toolkit's version from <cuda>/version.json ("13.0.2"), or "unknown".
+std::string cudaVersion(const std::string& cudaHome) {
+  static std::mutex m;
+  static std::map<std::string, std::string> known;
+  std::lock_guard<std::mutex> lock(m);
+  if (auto it = known.find(cudaHome); it != known.end()) return it->second;
+  std::string v = "unknown";
+  try {
+    std::ifstream in(cudaHome + "/version.json");
+    if (in) {
+      json j = json::parse(in);
+      if (j.contains("cuda") && j["cuda"].contains("version")) v = j["cuda"]["version"].get<std::string>();
+    }
+  } catch (const std::exception&) {
+  }
+  return known[cudaHome] = v;
+}
+
+json shapeJson(const Shape& s) {
+  json a = json::array();
+  for (const Dim& d : s) a.push_back(d.isStatic() ? json(d.size) : json(d.name));
+  return a;
+}
+
+Shape shapeFrom(const json& a) {
+  Shape s;
+  for (const json& d : a) s.push_back(d.is_string() ? Dim(d.get<std::string>()) : Dim(d.get<int64_t>()));
+  return s;
+}
+
+DType dtypeFrom(const json& j) {
+  auto t = parseDType(j.get<std::string>());
+  if (!t) throw std::runtime_error("unknown dtype " + j.get<std::string>());
+  return *t;
+}
+
+json tensorJson(const compiler::KernelTensor& t) {
+  return {{"name", t.name},           {"dtype", std::string(dtypeName(t.dtype))},
+          {"shape", shapeJson(t.shape)}, {"output", t.output},
+          {"workspace", t.workspace},   {"alignment", t.alignment}};
+}
+
+compiler::KernelTensor tensorFrom(const json& j) {
+  compiler::KernelTensor t;
+  t.name = j.at("name").get<std::string>();
+  t.dtype = dtypeFrom(j.at("dtype"));
+  t.shape = shapeFrom(j.at("shape"));
+  t.output = j.at("output").get<bool>();
+  t.workspace = j.at("workspace").get<bool>();
+  t.alignment = j.at("alignment").get<int>();
+  return t;
+}
+
+constexpr int kFormat = 1;
+
+}  // namespace
+
+std::string cacheKey(const Graph& g, const compiler::CompileOptions& o) {
+  std::string cudaHome = o.cudaHome.empty() ? compiler::defaultCudaHome() : o.cudaHome;
+  std::string k = "kiln-cache-v" + std::to_string(kFormat) + "\nkiln " KILN_VERSION "\nllvm " +
+                  compiler::llvmVersion() + "\ncuda " + cudaVersion(cudaHome) + " at " + cudaHome + "\nchip " +
+                  o.chip + "\nsms " + std::to_string(o.smCount) + "\nroute " +
+                  std::string(compiler::routeName(o.route)) + "\nvariants " +
+                  std::to_string(static_cast<int>(o.variants)) + "\nkeepText " + (o.keepText ? "1" : "0") +
+                  "\nconfig " + o.configOverride + "\nrowConfig " + o.rowConfigOverride + "\n" + g.toText();
+  return rt::hashHex(k);
+}
+
+std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
+  json j;
+  j["format"] = kFormat;
+  j["graph"] = cg.graphText;
+  j["explain"] = cg.explain;
+  j["workspace"] = json::array();
+  for (const auto& t : cg.workspace) j["workspace"].push_back(tensorJson(t));
+  j["kernels"] = json::array();
+  for (const compiler::CompiledKernel& k : cg.kernels) {
+    json jk;
+    jk["name"] = k.name;
+    jk["schedule"] = k.schedule;
+    jk["config"] = k.config;
+    jk["why"] = k.why;
+    jk["tensors"] = json::array();
+    for (const auto& t : k.tensors) jk["tensors"].push_back(tensorJson(t));
+    jk["dims"] = k.dims;
+    jk["scalars"] = json::array();
+    for (const auto& s : k.scalars) jk["scalars"].push_back({{"name", s.name}, {"dtype", std::string(dtypeName(s.dtype))}});
+    jk["entries"] = json::array();
+    for (const auto& e : k.entries) jk["entries"].push_back({{"name", e.name}, {"vectorized", e.vectorized}});
+    jk["launch"] = {{"threads", k.launch.threadsPerBlock}, {"elements_per_block", k.launch.elementsPerBlock},
+                    {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks},
+                    {"shared_bytes", k.launch.sharedBytes}};
+    jk["mlir"] = k.mlir;
+    jk["ptx"] = k.ptx;
+    jk["cubin"] = json::binary(std::vector<uint8_t>(k.cubin.begin(), k.cubin.end()));
+    jk["resources"] = json::array();
+    for (const auto& r : k.resources)
+      jk["resources"].push_back({{"kernel", r.kernel}, {"registers", r.registers}, {"spill_stores", r.spillStoreBytes},
+                                 {"spill_loads", r.spillLoadBytes}, {"stack", r.stackBytes},
+                                 {"shared", r.sharedBytes}, {"barriers", r.barriers}});
+    jk["stages"] = json::array();
+    for (const auto& s : k.stages) jk["stages"].push_back({{"name", s.name}, {"ms", s.ms}});
+    jk["compile_ms"] = k.compileMs;
+    j["kernels"].push_back(std::move(jk));
+  }
+  return json::to_cbor(j);
+}
+
+bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph& cg, std::string& why) {
+  try {
+    json j = json::from_cbor(bytes.begin(), bytes.end());
+    if (j.at("format").get<int>() != kFormat) {
+      why = "format " + std::to_string(j.at("format").get<int>()) + ", expected " + std::to_string(kFormat);
+      return false;
+    }
+    compiler::CompiledGraph out;
+    out.graphText = j.at("graph").get<std::string>();
+    out.explain = j.at("explain").get<std::string>();
+    for (const json& t : j.at("workspace")) out.workspace.push_back(tensorFrom(t));
+    for (const json& jk : j.at("kernels")) {
+      compiler::CompiledKernel k;
+      k.name = jk.at("name").get<std::string>();
+      k.schedule = jk.at("schedule").get<std::string>();
+      k.config = jk.at("config").get<std::string>();
+      k.why = jk.at("why").get<std::string>();
+      for (const json& t : jk.at("tensors")) k.tensors.push_back(tensorFrom(t));
+      k.dims = jk.at("dims").get<std::vector<std::string>>();
+      for (const json& s : jk.at("scalars")) k.scalars.push_back({s.at("name").get<std::string>(), dtypeFrom(s.at("dtype"))});
+      for (const json& e : jk.at("entries")) k.entries.push_back({e.at("name").get<std::string>(), e.at("vectorized").get<bool>()});
+      const json& l = jk.at("launch");
+      k.launch.threadsPerBlock = l.at("threads").get<int>();
+      k.launch.elementsPerBlock = l.at("elements_per_block").get<int64_t>();
+      k.launch.iterShape = shapeFrom(l.at("iter_shape"));
+      k.launch.maxBlocks = l.at("max_blocks").get<int64_t>();
+      k.launch.sharedBytes = l.at("shared_bytes").get<int>();
+      k.mlir = jk.at("mlir").get<std::string>();
+      k.ptx = jk.at("ptx").get<std::string>();
+      const auto& bin = jk.at("cubin").get_binary();
+      k.cubin.assign(bin.begin(), bin.end());
+      for (const json& r : jk.at("resources"))
+        k.resources.push_back({r.at("kernel").get<std::string>(), r.at("registers").get<int>(),
+                               r.at("spill_stores").get<int>(), r.at("spill_loads").get<int>(),
+                               r.at("stack").get<int>(), r.at("shared").get<int>(), r.at("barriers").get<int>()});
+      for (const json& s : jk.at("stages")) k.stages.push_back({s.at("name").get<std::string>(), s.at("ms").get<double>()});
+      k.compileMs = jk.at("compile_ms").get<double>();
+      out.kernels.push_back(std::move(k));
+    }
+    cg = std::move(out);
+    return true;
+  } catch (const std::exception& e) {
+    why = e.what();
+    return false;
+  }
+}
+
+}  // namespace detail
+
+bool diskCacheEnabledByEnvironment() {
+  const char* env = std::getenv("KILN_CACHE");
+  if (!env) return true;
+  std::string v = env;
+  return !(v == "0" || v == "off" || v == "false" || v == "no");
+}
+
+compiler::CompiledGraph compileGraphCached(const Graph& graph, const compiler::CompileOptions& options, bool useDiskCache,
+                                           rt::DiskCache* chosen) {
+  if (!useDiskCache || !diskCacheEnabledByEnvironment()) {
+    compiler::CompiledGraph cg = compiler::compileGraph(graph, options);
+    for (auto& k : cg.kernels) k.cache = "off";
+    return cg;
+  }
+  const std::string key = detail::cacheKey(graph, options);
+  rt::DiskCache* cache = nullptr;
+  std::vector<uint8_t> bytes;
+  rt::CacheLookup found = rt::CacheLookup::Miss;
+  try {
+    cache = chosen ? chosen : &rt::DiskCache::global();
+    found = cache->get(key, bytes);
+  } catch (const std::exception& e) {
+    // A cache that cannot be used never stops a compile: say so once.
+    static std::once_flag warned;
+    std::call_once(warned, [&] { std::fprintf(stderr, "kiln: cache: disabled for this process: %s\n", e.what()); });
+    compiler::CompiledGraph cg = compiler::compileGraph(graph, options);
+    for (auto& k : cg.kernels) k.cache = "off";
+    return cg;
+  }
+  if (found == rt::CacheLookup::Hit) {
+    compiler::CompiledGraph cg;
+    std::string why;
+    if (detail::deserializeCompiled(bytes, cg, why)) {
+      for (auto& k : cg.kernels) k.cache = "hit";
+      return cg;
+    }
+    std::fprintf(stderr, "kiln: cache: entry %s in %s cannot be read by this build (%s); rebuilding\n", key.c_str(),
+                 cache->directory().c_str(), why.c_str());
+    found = rt::CacheLookup::Corrupt;
+  }
+  compiler::CompiledGraph cg = compiler::compileGraph(graph, options);
+  try {
+    cache->put(key, detail::serializeCompiled(cg));
+  } catch (const std::exception& e) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] { std::fprintf(stderr, "kiln: cache: cannot store entries: %s\n", e.what()); });
+  }
+  for (auto& k : cg.kernels) k.cache = found == rt::CacheLookup::Corrupt ? "rebuilt" : "miss";
+  return cg;
+}
+
+}  // namespace kiln
