@@ -157,3 +157,24 @@ TEST_CASE("bad launches are clear errors naming the argument", "[compile][facade
     CHECK_THAT(msg([&] { k.launch({x8, b64, y8}); }), Contains("no CUDA driver"));
   }
 }
+
+TEST_CASE("a config override the schedule does not take is an error naming the schedule and the key", "[compile]") {
+  Graph pw;
+  Tensor px = pw.input("x", DType::F32, {"N", 64});
+  pw.output("y", px * 2.0);
+  compiler::CompileOptions o;
+  o.configOverride = "{\"threads\": 100}";
+  CHECK_THROWS_WITH(compiler::compileGraph(pw, o), Contains("threads = 100") && Contains("pointwise schedule"));
+  o.configOverride = "";
+  // y joins the row kernel of s (same rows, same input): one row_reduction kernel.
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {"N", 64});
+  g.output("y", x * 2.0);
+  g.output("s", sum(x, -1, false));
+  o.rowConfigOverride = "{\"persistent\": 2}";
+  CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("persistent = 2") && Contains("row_reduction schedule"));
+  o.rowConfigOverride = "[1]";
+  CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("must be a JSON object"));
+  o.rowConfigOverride = "{\"threads_per_row\": 64}";
+  CHECK_NOTHROW(compiler::compileGraph(g, o));
+}

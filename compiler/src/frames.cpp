@@ -84,4 +84,38 @@ Access accessOf(int inputNode, const Shape& viewShape, const Frame& frame, int r
   return a;
 }
 
+bool directAccess(const Graph& g, int id, const Frame& f, int rank, Access& out) {
+  const Node& n = g.node(id);
+  if (n.op == Op::Input) {
+    out = accessOf(id, n.shape, f, rank);
+    return true;
+  }
+  if (n.op == Op::Reshape && g.node(n.inputs[0]).op == Op::Input && !unitReshape(n, g.node(n.inputs[0]))) {
+    out = accessOf(n.inputs[0], n.shape, f, rank);
+    return true;
+  }
+  return false;
+}
+
+uint64_t AxisDependence::of(int id, const Frame& f) {
+  std::string key = std::to_string(id) + "@" + frameKey(f);
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  const Node& n = g_.node(id);
+  uint64_t m = 0;
+  Access a;
+  if (directAccess(g_, id, f, rank_, a)) {
+    for (int k = 0; k < rank_; ++k)
+      if (!a.strides[k].isZero()) m |= uint64_t{1} << k;
+  } else if (n.op == Op::Iota) {
+    const Axis& ax = f[n.axis];
+    if (ax.src >= 0 && ax.coeff != 0) m = uint64_t{1} << ax.src;
+  } else if (opClass(n.op) == OpClass::Reduction) {
+    m = reductionMask_;
+  } else {
+    for (size_t i = 0; i < n.inputs.size(); ++i) m |= of(n.inputs[i], operandFrame(g_, n, i, f));
+  }
+  memo_[key] = m;
+  return m;
+}
+
 }  // namespace kiln::compiler

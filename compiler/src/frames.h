@@ -8,6 +8,8 @@
 // reduction).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,5 +46,25 @@ struct Access {
 // `inputNode` (contiguous row-major) read as a tensor of `viewShape` through
 // `frame`, in a domain of `rank` axes.
 Access accessOf(int inputNode, const Shape& viewShape, const Frame& frame, int rank);
+
+// The access by which node `id`, seen through `f`, reads memory itself: an
+// Input, or a reshape of one that is not a unit reshape. False otherwise.
+bool directAccess(const Graph& g, int id, const Frame& f, int rank, Access& out);
+
+// The domain axes a node's value varies along, seen through a frame (bit k:
+// domain axis k), memoized per (node, frame). A reduction's value varies
+// along `reductionMask` (the rows it was computed for).
+class AxisDependence {
+ public:
+  AxisDependence(const Graph& g, int rank, uint64_t reductionMask = 0)
+      : g_(g), rank_(rank), reductionMask_(reductionMask) {}
+  uint64_t of(int id, const Frame& f);
+
+ private:
+  const Graph& g_;
+  int rank_;
+  uint64_t reductionMask_;
+  std::map<std::string, uint64_t> memo_;
+};
 
 }  // namespace kiln::compiler

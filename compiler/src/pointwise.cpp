@@ -6,7 +6,9 @@
 #include <set>
 
 #include "element_emitter.h"
+#include "config_override.h"
 #include "frames.h"
+#include "kernel_text.h"
 #include "poly.h"
 
 namespace kiln::compiler {
@@ -32,7 +34,8 @@ class PointwiseEmitter {
         cfg_(cfg),
         out_(group.shape),
         outStrides_(rowMajorStrides(group.shape)),
-        rank_(static_cast<int>(group.shape.size())) {}
+        rank_(static_cast<int>(group.shape.size())),
+        deps_(g, static_cast<int>(group.shape.size())) {}
 
   PointwiseKernel run(const std::string& name, EntryVariants variants);
 
@@ -42,7 +45,7 @@ class PointwiseEmitter {
   Access accessOf(int inputNode, const Shape& viewShape, const Frame& frame) const {
     return compiler::accessOf(inputNode, viewShape, frame, rank_);
   }
-  uint64_t maskOf(int node, const Frame& frame);
+  uint64_t maskOf(int node, const Frame& frame) { return deps_.of(node, frame); }
   Frame operandFrame(const Node& n, size_t operand, const Frame& frame) const {
     return compiler::operandFrame(g_, n, operand, frame);
   }
@@ -59,7 +62,8 @@ class PointwiseEmitter {
     bool fast = false;  // vector path (lanes meaningful)
   };
   std::string emitKernel(const std::string& entry, int vector);
-  std::string finishKernel(const std::string& header, const MlirWriter& pre, const MlirWriter& body);
+  std::string finishKernel(const std::string& entry, const std::string& signature, const MlirWriter& pre,
+                           const MlirWriter& body);
   std::string value(Region& r, int node, const Frame& frame, int u, int lane);
   std::string loadAccess(Region& r, const Access& a, DType dtype, int u, int lane);
   std::string outIndex(Region& r, int u, int k);
@@ -83,7 +87,8 @@ class PointwiseEmitter {
   std::vector<int> scalars_;  // Scalar nodes read, in parameter order
   std::vector<std::string> dims_;
   std::map<std::string, Access> accesses_;
-  std::map<std::string, uint64_t> masks_;
+  AxisDependence deps_;
+  std::set<std::string> seen_;
   bool hasVaryingIota_ = false;
 
   // per entry
@@ -100,37 +105,11 @@ bool PointwiseEmitter::isFlat(const Access& a) const {
   return true;
 }
 
-uint64_t PointwiseEmitter::maskOf(int id, const Frame& frame) {
-  std::string key = std::to_string(id) + "@" + frameKey(frame);
-  if (auto found = masks_.find(key); found != masks_.end()) return found->second;
-  const Node& n = g_.node(id);
-  uint64_t m = 0;
-  auto accessMask = [&](const Access& a) {
-    uint64_t r = 0;
-    for (int k = 0; k < rank_; ++k)
-      if (!a.strides[k].isZero()) r |= uint64_t{1} << k;
-    return r;
-  };
-  if (n.op == Op::Input) {
-    m = accessMask(accessOf(id, n.shape, frame));
-  } else if (n.op == Op::Reshape && g_.node(n.inputs[0]).op == Op::Input && !unitReshape(n, g_.node(n.inputs[0]))) {
-    m = accessMask(accessOf(n.inputs[0], n.shape, frame));
-  } else if (n.op == Op::Iota) {
-    const Axis& a = frame[n.axis];
-    if (a.src >= 0 && a.coeff != 0) m = uint64_t{1} << a.src;
-  } else {
-    for (size_t i = 0; i < n.inputs.size(); ++i) m |= maskOf(n.inputs[i], operandFrame(n, i, frame));
-  }
-  masks_[key] = m;
-  return m;
-}
-
 // Walks the expression DAG once per frame: records inputs, scalars, accesses,
 // and rejects what a pointwise kernel cannot hold.
 void PointwiseEmitter::collect(int id, const Frame& frame) {
   std::string key = std::to_string(id) + "@" + frameKey(frame);
-  if (masks_.count("seen:" + key)) return;
-  masks_["seen:" + key] = 0;
+  if (!seen_.insert(key).second) return;
   const Node& n = g_.node(id);
   if (!isPointwiseOp(n.op))
     throw Error("kiln: internal: pointwise kernel reached op '" + std::string(opName(n.op)) + "'");
@@ -173,15 +152,7 @@ void PointwiseEmitter::collect(int id, const Frame& frame) {
 std::string PointwiseEmitter::poly(const Poly& p) {
   std::string key = "poly:" + p.str();
   if (auto found = preMemo_.find(key); found != preMemo_.end()) return found->second;
-  std::string acc;
-  for (const Monomial& m : p.terms()) {
-    std::string term = pre_->integer(m.coeff, it());
-    for (const std::string& d : m.dims) term = pre_->assign("arith.muli " + term + ", " + dimArg_.at(d) + " : " + it());
-    acc = acc.empty() ? term : pre_->assign("arith.addi " + acc + ", " + term + " : " + it());
-  }
-  if (acc.empty()) acc = pre_->integer(0, it());
-  preMemo_[key] = acc;
-  return acc;
+  return preMemo_[key] = polyValue(*pre_, p, it(), dimArg_);
 }
 
 // idx_k of the flat index of (u): computed lazily, outermost without a mod.
@@ -357,26 +328,10 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   body.setIndent(2);
 
   // Signature (the kernel ABI): input pointers, output pointers, dims, scalars.
-  std::string sig;
-  int argNo = 0;
-  auto addArg = [&](const std::string& type, const std::string& attrs) {
-    std::string name = "%arg" + std::to_string(argNo++);
-    if (!sig.empty()) sig += ", ";
-    sig += name + ": " + type + (attrs.empty() ? "" : " " + attrs);
-    return name;
-  };
-  for (int id : inputs_) argOf_[id] = addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.readonly}");
-  std::vector<std::string> outPtrs;
-  for (int o : group_.outputs) {
-    (void)o;
-    outPtrs.push_back(addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.writeonly}"));
-  }
-  for (const std::string& d : dims_) dimArg_[d] = addArg("i64", "");
-  for (int id : scalars_) argOf_[id] = addArg(computeType(g_.node(id).dtype), "");
-
-  const std::string header = "    gpu.func @" + entry + "(" + sig +
-                             ") kernel attributes {known_block_size = array<i32: " + std::to_string(cfg_.threads) +
-                             ", 1, 1>} {\n";
+  KernelParams params = kernelParams(g_, inputs_, group_.outputs.size(), dims_, scalars_);
+  argOf_ = params.argOf;
+  dimArg_ = params.dimArg;
+  const std::vector<std::string>& outPtrs = params.outputs;
   const int64_t chunk = static_cast<int64_t>(cfg_.threads) * cfg_.unroll * vector_;
   // Block / thread ids and the chunk loop.
   auto idxCast = [&](const std::string& v) { return pre.assign("arith.index_cast " + v + " : index to " + it()); };
@@ -454,7 +409,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
     }
     body.dedent();
     body.line("}");
-    return finishKernel(header, pre, body);
+    return finishKernel(entry, params.signature, pre, body);
   }
   std::string cend = body.assign("arith.addi " + cbase + ", " + chunkC + " : " + it());
   std::string full = body.assign("arith.cmpi ule, " + cend + ", " + numel + " : " + it());
@@ -516,22 +471,13 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   body.dedent();
   body.line("}");
 
-  return finishKernel(header, pre, body);
+  return finishKernel(entry, params.signature, pre, body);
 }
 
 // Splices the function header, the entry-block values and the body.
-std::string PointwiseEmitter::finishKernel(const std::string& header, const MlirWriter& pre, const MlirWriter& body) {
-  auto reindent = [](const std::string& s) {  // two more levels
-    std::string out;
-    size_t start = 0;
-    while (start < s.size()) {
-      size_t end = s.find('\n', start);
-      out += "  " + s.substr(start, end - start + 1);
-      start = end + 1;
-    }
-    return out;
-  };
-  std::string text = header + reindent(pre.text()) + reindent(body.text()) + "      gpu.return\n    }\n";
+std::string PointwiseEmitter::finishKernel(const std::string& entry, const std::string& signature,
+                                           const MlirWriter& pre, const MlirWriter& body) {
+  std::string text = gpuFuncText(entry, signature, cfg_.threads, pre, body);
   pre_ = nullptr;
   return text;
 }
@@ -549,20 +495,9 @@ PointwiseKernel PointwiseEmitter::run(const std::string& name, EntryVariants var
     return std::find(p.begin(), p.end(), a) < std::find(p.begin(), p.end(), b);
   });
   // Dynamic dims used by any tensor of the kernel, in the graph's order.
-  std::set<std::string> used;
-  auto note = [&](const Shape& s) {
-    for (const Dim& d : s)
-      if (d.isDynamic()) used.insert(d.name);
-  };
-  note(out_);
-  for (int id : inputs_) note(g_.node(id).shape);
-  for (const auto& [key, a] : accesses_) {
-    for (const Poly& p : a.strides)
-      for (const Monomial& m : p.terms()) used.insert(m.dims.begin(), m.dims.end());
-    for (const Monomial& m : a.base.terms()) used.insert(m.dims.begin(), m.dims.end());
-  }
-  for (const std::string& d : g_.dynamicDims())
-    if (used.count(d)) dims_.push_back(d);
+  std::vector<Shape> shapes = {out_};
+  for (int id : inputs_) shapes.push_back(g_.node(id).shape);
+  dims_ = usedDims(g_, shapes, accesses_);
 
   // 32-bit index math only when every offset provably fits.
   index32_ = cfg_.index32 && dims_.empty();
@@ -671,6 +606,22 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
   }
   c.maxBlocks = 0;
   return c;
+}
+
+void applyPointwiseOverride(PointwiseConfig& c, const std::string& json) {
+  applyIntegerOverrides(json, "pointwise",
+                        "threads: multiple of 32 in [32, 1024]; vector: 1, 2, 4, 8, 16; unroll: 1..16; "
+                        "max_blocks >= 0; index_bits: 32 or 64",
+                        [&](const std::string& key, int64_t v) {
+                          if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
+                          else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8 || v == 16))
+                            c.vector = static_cast<int>(v);
+                          else if (key == "unroll" && v >= 1 && v <= 16) c.unroll = static_cast<int>(v);
+                          else if (key == "max_blocks" && v >= 0) c.maxBlocks = v;
+                          else if (key == "index_bits" && (v == 32 || v == 64)) c.index32 = v == 32;
+                          else return false;
+                          return true;
+                        });
 }
 
 PointwiseKernel emitPointwise(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& config,

@@ -37,6 +37,10 @@ struct PointwiseGroup {
 // A good config from the shapes, dtypes and device.
 PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options);
 
+// Applies a JSON override (keys: threads, vector, unroll, max_blocks,
+// index_bits); throws kiln::Error naming a bad key or value.
+void applyPointwiseOverride(PointwiseConfig& c, const std::string& json);
+
 // The kernel's MLIR (a vectorized entry "<name>_v<V>" when config.vector > 1,
 // and/or a scalar entry "<name>_s1", as `variants` asks; a kernel whose
 // config is scalar has only "_s1") and its description (no artifacts yet).

@@ -7,10 +7,10 @@
 #include <map>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "element_emitter.h"
+#include "config_override.h"
 #include "frames.h"
+#include "kernel_text.h"
 #include "poly.h"
 #include "row_accumulators.h"
 
@@ -36,14 +36,19 @@ Shape domainOf(const Graph& g) {
 
 class RowEmitter {
  public:
-  RowEmitter(const Graph& g, const RowConfig& cfg) : g_(g), cfg_(cfg), dom_(domainOf(g)), k_(static_cast<int>(dom_.size())) {}
+  RowEmitter(const Graph& g, const RowConfig& cfg)
+      : g_(g),
+        cfg_(cfg),
+        dom_(domainOf(g)),
+        k_(static_cast<int>(dom_.size())),
+        deps_(g, k_, (uint64_t{1} << (k_ - 1)) - 1) {}  // a reduction's value: one per row
   RowKernel run(const std::string& name, EntryVariants variants);
 
  private:
   // ---- analysis
   void collect(int id, const Frame& f);
   int levelNeeded(int id);
-  uint64_t maskOf(int id, const Frame& f);
+  uint64_t maskOf(int id, const Frame& f) { return deps_.of(id, f); }
   bool colDep(int id, const Frame& f) { return (maskOf(id, f) >> (k_ - 1)) & 1; }
   void buildAccumulators();
 
@@ -113,7 +118,7 @@ class RowEmitter {
   std::vector<int> inputs_, scalars_;
   std::vector<std::string> dims_;
   std::map<std::string, Access> accesses_;
-  std::map<std::string, uint64_t> masks_;
+  AxisDependence deps_;
   std::set<std::string> seen_;
   std::map<int, int> level_;  // reduction node → level
   std::vector<Acc> accs_;
@@ -135,33 +140,6 @@ class RowEmitter {
 };
 
 // ------------------------------------------------------------- analysis
-
-uint64_t RowEmitter::maskOf(int id, const Frame& f) {
-  std::string key = std::to_string(id) + "@" + frameKey(f);
-  if (auto it = masks_.find(key); it != masks_.end()) return it->second;
-  const Node& n = g_.node(id);
-  uint64_t m = 0;
-  auto accessMask = [&](const Access& a) {
-    uint64_t r = 0;
-    for (int k = 0; k < k_; ++k)
-      if (!a.strides[k].isZero()) r |= uint64_t{1} << k;
-    return r;
-  };
-  if (n.op == Op::Input) {
-    m = accessMask(accessOf(id, n.shape, f, k_));
-  } else if (n.op == Op::Reshape && g_.node(n.inputs[0]).op == Op::Input && !unitReshape(n, g_.node(n.inputs[0]))) {
-    m = accessMask(accessOf(n.inputs[0], n.shape, f, k_));
-  } else if (n.op == Op::Iota) {
-    const Axis& a = f[n.axis];
-    if (a.src >= 0 && a.coeff != 0) m = uint64_t{1} << a.src;
-  } else if (isReduction(n.op)) {
-    m = (uint64_t{1} << (k_ - 1)) - 1;  // one value per row
-  } else {
-    for (size_t i = 0; i < n.inputs.size(); ++i) m |= maskOf(n.inputs[i], operandFrame(g_, n, i, f));
-  }
-  masks_[key] = m;
-  return m;
-}
 
 void RowEmitter::collect(int id, const Frame& f) {
   std::string key = std::to_string(id) + "@" + frameKey(f);
@@ -356,15 +334,7 @@ void RowEmitter::buildAccumulators() {
 std::string RowEmitter::poly(const Poly& p) {
   std::string key = "poly:" + p.str();
   if (auto it = preMemo_.find(key); it != preMemo_.end()) return it->second;
-  std::string acc;
-  for (const Monomial& m : p.terms()) {
-    std::string term = pre_->integer(m.coeff, "i64");
-    for (const std::string& d : m.dims) term = pre_->assign("arith.muli " + term + ", " + dimArg_.at(d) + " : i64");
-    acc = acc.empty() ? term : pre_->assign("arith.addi " + acc + ", " + term + " : i64");
-  }
-  if (acc.empty()) acc = pre_->integer(0, "i64");
-  preMemo_[key] = acc;
-  return acc;
+  return preMemo_[key] = polyValue(*pre_, p, "i64", dimArg_);
 }
 
 std::string RowEmitter::leadIndex(int axis) {
@@ -820,20 +790,10 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   pre.setIndent(2);
   row.setIndent(2);
 
-  std::string sig;
-  int argNo = 0;
-  auto addArg = [&](const std::string& type, const std::string& attrs) {
-    std::string name = "%arg" + std::to_string(argNo++);
-    if (!sig.empty()) sig += ", ";
-    sig += name + ": " + type + (attrs.empty() ? "" : " " + attrs);
-    return name;
-  };
-  for (int id : inputs_) argOf_[id] = addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.readonly}");
-  for (size_t o = 0; o < g_.outputs().size(); ++o) outPtr_.push_back(addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.writeonly}"));
-  for (const std::string& d : dims_) dimArg_[d] = addArg("i64", "");
-  for (int id : scalars_) argOf_[id] = addArg(computeType(g_.node(id).dtype), "");
-  const std::string header = "    gpu.func @" + entry + "(" + sig + ") kernel attributes {known_block_size = array<i32: " +
-                             std::to_string(cfg_.threads) + ", 1, 1>} {\n";
+  KernelParams params = kernelParams(g_, inputs_, g_.outputs().size(), dims_, scalars_);
+  argOf_ = params.argOf;
+  dimArg_ = params.dimArg;
+  outPtr_ = params.outputs;
 
   std::string tid = pre.assign("arith.index_cast " + pre.assign("gpu.thread_id x") + " : index to i32");
   std::string bid = pre.assign("arith.index_cast " + pre.assign("gpu.block_id x") + " : index to i64");
@@ -922,17 +882,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     row.dedent();
     row.line("}");
   }
-  auto reindent = [](const std::string& s) {
-    std::string out;
-    size_t start = 0;
-    while (start < s.size()) {
-      size_t end = s.find('\n', start);
-      out += "  " + s.substr(start, end - start + 1);
-      start = end + 1;
-    }
-    return out;
-  };
-  std::string text = header + reindent(pre.text()) + reindent(row.text()) + "      gpu.return\n    }\n";
+  std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, row);
   pre_ = row_ = nullptr;
   return text;
 }
@@ -955,21 +905,10 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   };
   std::sort(inputs_.begin(), inputs_.end(), byParam);
   std::sort(scalars_.begin(), scalars_.end(), byParam);
-  std::set<std::string> used;
-  auto note = [&](const Shape& s) {
-    for (const Dim& d : s)
-      if (d.isDynamic()) used.insert(d.name);
-  };
-  note(dom_);
-  for (int id : inputs_) note(g_.node(id).shape);
-  for (const GraphOutput& o : g_.outputs()) note(g_.node(o.node).shape);
-  for (const auto& [key, a] : accesses_) {
-    for (const Poly& p : a.strides)
-      for (const Monomial& m : p.terms()) used.insert(m.dims.begin(), m.dims.end());
-    for (const Monomial& m : a.base.terms()) used.insert(m.dims.begin(), m.dims.end());
-  }
-  for (const std::string& d : g_.dynamicDims())
-    if (used.count(d)) dims_.push_back(d);
+  std::vector<Shape> shapes = {dom_};
+  for (int id : inputs_) shapes.push_back(g_.node(id).shape);
+  for (const GraphOutput& o : g_.outputs()) shapes.push_back(g_.node(o.node).shape);
+  dims_ = usedDims(g_, shapes, accesses_);
 
   // The config, made consistent with the shape.
   const Dim& nd = dom_[k_ - 1];
@@ -1135,27 +1074,18 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
 }
 
 void applyRowOverride(RowConfig& c, const std::string& text) {
-  if (text.empty()) return;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    throw Error("kiln: compile: config override is not JSON: " + std::string(e.what()));
-  }
-  if (!j.is_object()) throw Error("kiln: compile: config override must be a JSON object, got " + text);
-  for (const auto& [key, value] : j.items()) {
-    if (!value.is_number_integer()) throw Error("kiln: compile: config override '" + key + "' must be an integer");
-    int64_t v = value.get<int64_t>();
-    if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
-    else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
-    else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8)) c.vector = static_cast<int>(v);
-    else if (key == "persistent" && (v == 0 || v == 1)) c.persistent = v == 1;
-    else if (key == "unroll" && v >= 1 && v <= 8) c.unroll = static_cast<int>(v);
-    else
-      throw Error("kiln: compile: config override " + key + " = " + std::to_string(v) +
-                  " is not valid for the row_reduction schedule (threads_per_row: power of two <= 1024; threads: "
-                  "multiple of 32 in [32, 1024]; vector: 1, 2, 4, 8; persistent: 0 or 1; unroll: 1..8)");
-  }
+  applyIntegerOverrides(text, "row_reduction",
+                        "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
+                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8",
+                        [&](const std::string& key, int64_t v) {
+                          if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
+                          else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
+                          else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8)) c.vector = static_cast<int>(v);
+                          else if (key == "persistent" && (v == 0 || v == 1)) c.persistent = v == 1;
+                          else if (key == "unroll" && v >= 1 && v <= 8) c.unroll = static_cast<int>(v);
+                          else return false;
+                          return true;
+                        });
 }
 
 RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name, EntryVariants variants) {
