@@ -18,6 +18,7 @@
 #include <random>
 #include <string>
 
+#include "bench_common.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/launch.h"
@@ -38,15 +39,7 @@ void record(const std::string& line) {
 // with a few rows (the reference evaluator checks those rows of the output).
 using Builder = std::function<Graph(int64_t rows)>;
 
-// Bytes that must move: every input read once, every output written once.
-double minBytes(const Graph& g) {
-  double bytes = 0;
-  for (int id : g.params())
-    if (g.node(id).op == Op::Input) bytes += staticElementCount(g.node(id).shape) * double(dtypeSize(g.node(id).dtype));
-  for (const GraphOutput& o : g.outputs())
-    bytes += staticElementCount(g.node(o.node).shape) * double(dtypeSize(g.node(o.node).dtype));
-  return bytes;
-}
+using bench::minBytes;
 
 // Device inputs shared by the cases of one shape: x, y, z [rows, cols], b [cols].
 struct Inputs {

@@ -49,6 +49,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_common.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/timing.h"
@@ -157,15 +158,7 @@ Graph buildGraph(const Case& c, int64_t rows) {
   return g;
 }
 
-// Bytes that must move: every input read once, every output written once.
-double minBytes(const Graph& g) {
-  double bytes = 0;
-  for (int id : g.params())
-    if (g.node(id).op == Op::Input) bytes += staticElementCount(g.node(id).shape) * double(dtypeSize(g.node(id).dtype));
-  for (const GraphOutput& o : g.outputs())
-    bytes += staticElementCount(g.node(o.node).shape) * double(dtypeSize(g.node(o.node).dtype));
-  return bytes;
-}
+using bench::minBytes;
 
 // ---------------------------------------------------------------- inputs
 
