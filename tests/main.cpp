@@ -1,2 +1,13 @@
-#define CATCH_CONFIG_MAIN
+#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+// The tests' tuning database: no shipped files, and the user file in the
+// build tree (XDG_CONFIG_HOME), never ~/.config. (The disk cache's
+// directory comes from CTest's ENVIRONMENT, see CMakeLists.txt.)
+int main(int argc, char* argv[]) {
+  setenv("XDG_CONFIG_HOME", KILN_BINARY_DIR "/test-config", 1);
+  setenv("KILN_TUNING_PATH", "", 1);
+  return Catch::Session().run(argc, argv);
+}

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -71,7 +72,73 @@ void lowerKernel(const std::string& name, std::string mlir, const CompileOptions
   }
 }
 
+std::string kernelName(const KernelPlan& kp, size_t i) {
+  return (kp.kind == KernelPlan::Kind::Pointwise ? "kiln_pointwise" : "kiln_row") + std::to_string(i);
+}
+
+PointwiseGroup pointwiseGroupOf(const KernelPlan& kp) {
+  PointwiseGroup group;
+  for (size_t o = 0; o < kp.graph.outputs().size(); ++o) group.outputs.push_back(static_cast<int>(o));
+  group.shape = kp.graph.node(kp.graph.outputs()[0].node).shape;
+  return group;
+}
+
+// The heuristic's config, then the schedule-wide override, then the
+// kernel's own (tuning). `i` < 0: the heuristic and the schedule-wide
+// override only.
+void applyKernelConfig(const CompileOptions& options, long i, const std::function<void(const std::string&)>& apply) {
+  if (i < 0) return;
+  auto it = options.kernelConfigs.find(static_cast<int>(i));
+  if (it != options.kernelConfigs.end()) apply(it->second);
+}
+
+PointwiseConfig pointwiseConfigOf(const KernelPlan& kp, const PointwiseGroup& group, const CompileOptions& options,
+                                  long i) {
+  PointwiseConfig cfg = pointwiseHeuristic(kp.graph, group, options);
+  applyPointwiseOverride(cfg, options.configOverride);
+  applyKernelConfig(options, i, [&](const std::string& j) { applyPointwiseOverride(cfg, j); });
+  return cfg;
+}
+
+RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long i) {
+  RowConfig cfg = rowHeuristic(kp.graph, options);
+  applyRowOverride(cfg, options.rowConfigOverride);
+  applyKernelConfig(options, i, [&](const std::string& j) { applyRowOverride(cfg, j); });
+  return cfg;
+}
+
 }  // namespace
+
+std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileOptions& options) {
+  Plan plan = planGraph(graph);
+  std::vector<KernelTuningInfo> out;
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    const KernelPlan& kp = plan.kernels[i];
+    KernelTuningInfo info;
+    info.index = static_cast<int>(i);
+    info.name = kernelName(kp, i);
+    for (const std::string& d : kp.graph.dynamicDims()) info.dims.push_back(d);
+    if (kp.kind == KernelPlan::Kind::Pointwise) {
+      info.schedule = "pointwise";
+      info.scheduleVersion = kPointwiseScheduleVersion;
+      PointwiseGroup group = pointwiseGroupOf(kp);
+      // The space is centred on the heuristic (with schedule-wide overrides),
+      // not on a kernel config already given.
+      PointwiseConfig h = pointwiseConfigOf(kp, group, options, -1);
+      info.space = pointwiseSpace(group, h, options);
+      info.defaultConfig = pointwiseConfigOf(kp, group, options, static_cast<long>(i)).json();
+    } else {
+      info.schedule = "row_reduction";
+      info.scheduleVersion = kRowReductionScheduleVersion;
+      RowConfig h = rowConfigOf(kp, options, -1);
+      info.space = rowSpace(kp.graph, h);
+      info.defaultConfig = rowConfigOf(kp, options, static_cast<long>(i)).json();
+    }
+    info.signatureText = info.schedule + "\n" + printGraph(kp.graph);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
 
 bool tuneAllocatorForCompilation() {
 #if defined(__GLIBC__)
@@ -100,6 +167,10 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
   out.workspace = plan.workspace;
   double planMs = msSince(tPlan) + printMs;
   const size_t numKernels = plan.kernels.size();
+  for (const auto& [index, config] : options.kernelConfigs)
+    if (index < 0 || static_cast<size_t>(index) >= numKernels)
+      throw Error("compile: CompileOptions::kernelConfigs names kernel " + std::to_string(index) + " but the graph has " +
+                  std::to_string(numKernels) + " kernel(s)");
 
   for (size_t i = 0; i < numKernels; ++i) {
     const KernelPlan& kp = plan.kernels[i];
@@ -113,29 +184,26 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       lowerKernel(name, std::move(mlir), options, k);
       return k;
     };
+    const std::string name = kernelName(kp, i);
+    auto perKernel = options.kernelConfigs.find(static_cast<int>(i));
+    const bool given = perKernel != options.kernelConfigs.end();
     CompiledKernel k;
     if (kp.kind == KernelPlan::Kind::Pointwise) {
-      std::string name = "kiln_pointwise" + std::to_string(i);
-      PointwiseGroup group;
-      for (size_t o = 0; o < kp.graph.outputs().size(); ++o) group.outputs.push_back(static_cast<int>(o));
-      group.shape = kp.graph.node(kp.graph.outputs()[0].node).shape;
-      PointwiseConfig cfg = pointwiseHeuristic(kp.graph, group, options);
-      applyPointwiseOverride(cfg, options.configOverride);
+      PointwiseGroup group = pointwiseGroupOf(kp);
+      PointwiseConfig cfg = pointwiseConfigOf(kp, group, options, i);
       PointwiseKernel pk = emitPointwise(kp.graph, group, cfg, name, options.variants);
       k = build(name, std::move(pk.mlir), std::move(pk.kernel));
     } else {
-      std::string name = "kiln_row" + std::to_string(i);
-      RowConfig cfg = rowHeuristic(kp.graph, options);
-      applyRowOverride(cfg, options.rowConfigOverride);
+      RowConfig cfg = rowConfigOf(kp, options, i);
       RowKernel rk = emitRowReduction(kp.graph, cfg, name, options.variants);
       k = build(name, std::move(rk.mlir), std::move(rk.kernel));
       // A persistent row of 1024 threads (64 registers each) that spills is
       // slower than the looped form: the heuristic's register estimate is
       // checked against ptxas's report, and only then is the kernel rebuilt
-      // looped (tuning overrides are kept as given).
+      // looped (configs given by overrides or tuning are kept as given).
       bool spills = false;
       for (const ResourceReport& r : k.resources) spills = spills || r.spillStoreBytes > 0;
-      if (spills && cfg.persistent && cfg.threadsPerRow >= 1024 && options.rowConfigOverride.empty()) {
+      if (spills && cfg.persistent && cfg.threadsPerRow >= 1024 && options.rowConfigOverride.empty() && !given) {
         cfg.persistent = false;
         cfg.threadsPerRow = cfg.threads = 512;
         rk = emitRowReduction(kp.graph, cfg, name, options.variants);

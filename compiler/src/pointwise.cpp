@@ -608,6 +608,29 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
   return c;
 }
 
+std::vector<std::string> pointwiseSpace(const PointwiseGroup& group, const PointwiseConfig& h,
+                                        const CompileOptions& options) {
+  std::vector<std::string> out;
+  auto add = [&](int threads, int vector, int unroll, int64_t maxBlocks) {
+    std::string j = "{\"threads\": " + std::to_string(threads) + ", \"vector\": " + std::to_string(vector) +
+                    ", \"unroll\": " + std::to_string(unroll) + ", \"max_blocks\": " + std::to_string(maxBlocks) + "}";
+    if (std::find(out.begin(), out.end(), j) == out.end()) out.push_back(std::move(j));
+  };
+  add(h.threads, h.vector, h.unroll, h.maxBlocks);
+  std::vector<int> vectors{h.vector};
+  if (h.vector >= 4) vectors.push_back(h.vector / 2);
+  int64_t n = isStaticShape(group.shape) ? staticElementCount(group.shape) : -1;
+  for (int v : vectors)
+    for (int t : {64, 128, 256, 512}) {
+      // No block larger than the tensor needs.
+      if (n >= 0 && t > 64 && static_cast<int64_t>(t) * v > std::max<int64_t>(n, 1) * 2) continue;
+      for (int u : {1, 2, 4}) add(t, v, u, 0);
+      // A persistent grid: one wave of resident blocks (2048 threads per SM).
+      add(t, v, 1, static_cast<int64_t>(options.smCount) * (2048 / t));
+    }
+  return out;
+}
+
 void applyPointwiseOverride(PointwiseConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "pointwise",
                         "threads: multiple of 32 in [32, 1024]; vector: 1, 2, 4, 8, 16; unroll: 1..16; "

@@ -41,6 +41,11 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
 // index_bits); throws kiln::Error naming a bad key or value.
 void applyPointwiseOverride(PointwiseConfig& c, const std::string& json);
 
+// The schedule's config space around the heuristic's choice `h`: override
+// objects of threads, vector, unroll and max_blocks, `h` first.
+std::vector<std::string> pointwiseSpace(const PointwiseGroup& group, const PointwiseConfig& h,
+                                        const CompileOptions& options);
+
 // The kernel's MLIR (a vectorized entry "<name>_v<V>" when config.vector > 1,
 // and/or a scalar entry "<name>_s1", as `variants` asks; a kernel whose
 // config is scalar has only "_s1") and its description (no artifacts yet).

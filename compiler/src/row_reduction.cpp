@@ -1073,6 +1073,69 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   return c;
 }
 
+std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h) {
+  std::vector<std::string> out;
+  auto add = [&](const RowConfig& c) {
+    std::string j = c.json();
+    if (std::find(out.begin(), out.end(), j) == out.end()) out.push_back(std::move(j));
+  };
+  add(h);
+  const Dim nd = domainOf(g).back();
+  auto looped = [&](int v, std::vector<int> ts, std::vector<int> us) {
+    for (int t : ts)
+      for (int u : us) {
+        RowConfig c;
+        c.vector = v;
+        c.persistent = false;
+        c.threadsPerRow = c.threads = t;
+        c.unroll = u;
+        add(c);
+      }
+  };
+  if (nd.isDynamic()) {
+    looped(1, {128, 256, 512, 1024}, {1, 2, 4});
+    return out;
+  }
+  const int64_t N = nd.size;
+  std::vector<int> vectors{h.vector};
+  if (h.vector >= 4) vectors.push_back(h.vector / 2);
+  const int64_t vecs = (N + h.vector - 1) / h.vector;
+  if (!h.persistent) {
+    // The heuristic streams (or the row is too long to hold): loop shapes.
+    for (int v : vectors) {
+      std::vector<int> ts;
+      for (int t = 32; t <= 512; t *= 2)
+        if (t == 32 || t <= nextPow2((N + v - 1) / v)) ts.push_back(t);
+      looped(v, ts, {2, 4, 8});
+    }
+    return out;
+  }
+  // Rows held in registers: every block size that holds the row with at
+  // most 64 values per thread, for both vector widths; and the looped form
+  // at the heuristic's width.
+  for (int v : vectors) {
+    const int64_t rowVecs = (N + v - 1) / v;
+    for (int64_t t = 1; t <= 1024; t *= 2) {
+      if ((rowVecs + t - 1) / t * v > 64) continue;
+      if (t > 1 && t / 2 >= rowVecs) break;  // more threads than vectors
+      RowConfig c;
+      c.vector = v;
+      c.persistent = true;
+      c.threadsPerRow = static_cast<int>(t);
+      c.unroll = h.unroll;
+      for (int threads : t >= 32 ? std::vector<int>{static_cast<int>(t)} : std::vector<int>{128, 256}) {
+        c.threads = threads;
+        add(c);
+      }
+    }
+  }
+  std::vector<int> ts;
+  for (int t = 64; t <= 512; t *= 2)
+    if (t == 64 || t <= nextPow2(vecs)) ts.push_back(t);
+  looped(h.vector, ts, {1, 2, 4});
+  return out;
+}
+
 void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "

@@ -46,6 +46,10 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options);
 // persistent (0/1), unroll); throws kiln::Error naming a bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
+// The schedule's config space around the heuristic's choice `h` for the
+// sub-graph `g`: override objects of every key, `h` first.
+std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h);
+
 struct RowKernel {
   std::string mlir;
   CompiledKernel kernel;

@@ -1,4 +1,5 @@
 #include "cached_compile.h"
+#include "tuning.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -84,7 +85,9 @@ std::string cacheKey(const Graph& g, const compiler::CompileOptions& o) {
                   o.chip + "\nsms " + std::to_string(o.smCount) + "\nroute " +
                   std::string(compiler::routeName(o.route)) + "\nvariants " +
                   std::to_string(static_cast<int>(o.variants)) + "\nkeepText " + (o.keepText ? "1" : "0") +
-                  "\nconfig " + o.configOverride + "\nrowConfig " + o.rowConfigOverride + "\n" + g.toText();
+                  "\nconfig " + o.configOverride + "\nrowConfig " + o.rowConfigOverride + "\n";
+  for (const auto& [index, config] : o.kernelConfigs) k += "kernelConfig " + std::to_string(index) + " " + config + "\n";
+  k += g.toText();
   return rt::hashHex(k);
 }
 
@@ -187,7 +190,7 @@ bool diskCacheEnabledByEnvironment() {
 compiler::CompiledGraph compileGraphCached(const Graph& graph, const compiler::CompileOptions& options, bool useDiskCache,
                                            rt::DiskCache* chosen) {
   if (!useDiskCache || !diskCacheEnabledByEnvironment()) {
-    compiler::CompiledGraph cg = compiler::compileGraph(graph, options);
+    compiler::CompiledGraph cg = detail::countedCompile(graph, options);
     for (auto& k : cg.kernels) k.cache = "off";
     return cg;
   }
@@ -202,7 +205,7 @@ compiler::CompiledGraph compileGraphCached(const Graph& graph, const compiler::C
     // A cache that cannot be used never stops a compile: say so once.
     static std::once_flag warned;
     std::call_once(warned, [&] { std::fprintf(stderr, "kiln: cache: disabled for this process: %s\n", e.what()); });
-    compiler::CompiledGraph cg = compiler::compileGraph(graph, options);
+    compiler::CompiledGraph cg = detail::countedCompile(graph, options);
     for (auto& k : cg.kernels) k.cache = "off";
     return cg;
   }
@@ -211,13 +214,14 @@ compiler::CompiledGraph compileGraphCached(const Graph& graph, const compiler::C
     std::string why;
     if (detail::deserializeCompiled(bytes, cg, why)) {
       for (auto& k : cg.kernels) k.cache = "hit";
+      detail::counters().fromDiskCache += cg.kernels.size();
       return cg;
     }
     std::fprintf(stderr, "kiln: cache: entry %s in %s cannot be read by this build (%s); rebuilding\n", key.c_str(),
                  cache->directory().c_str(), why.c_str());
     found = rt::CacheLookup::Corrupt;
   }
-  compiler::CompiledGraph cg = compiler::compileGraph(graph, options);
+  compiler::CompiledGraph cg = detail::countedCompile(graph, options);
   try {
     cache->put(key, detail::serializeCompiled(cg));
   } catch (const std::exception& e) {

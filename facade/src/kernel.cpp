@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "kernel_internal.h"
+#include "tuning.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/driver.h"
 #include "kiln/runtime/launch.h"
@@ -74,6 +75,7 @@ struct Kernel::Impl {
   std::mutex loadMutex;
   std::string chip;
   bool diskCache = true;
+  std::vector<std::string> tuningNotes;  // per kernel: where its config came from
 };
 
 namespace {
@@ -276,25 +278,19 @@ void prepare(Kernel::Impl& impl) {
   if (rt::driverAvailable()) loadModules(impl);
 }
 
-std::shared_ptr<Kernel::Impl> newImpl(const Graph& graph, const CompileOptions& options, const std::string& chip) {
+std::shared_ptr<Kernel::Impl> newImpl(const Graph& graph, const compiler::CompileOptions& co, const std::string& chip) {
   auto impl = std::make_shared<Kernel::Impl>();
   impl->chip = chip;
   impl->graph = bindDims(graph, {});  // a private copy: the caller may keep adding nodes
-  compiler::CompileOptions& co = impl->options;
-  co.chip = chip;
-  co.route = options.route;
-  co.keepText = options.keepText;
-  co.configOverride = options.configOverride;
-  co.rowConfigOverride = options.rowConfigOverride;
-  co.variants = compiler::EntryVariants::VectorOnly;
-  if (rt::driverAvailable()) co.smCount = rt::Device::current().properties().smCount;
+  impl->options = co;
   return impl;
 }
 
-std::shared_ptr<Kernel::Impl> build(const Graph& graph, const CompileOptions& options, const std::string& chip) {
-  auto impl = newImpl(graph, options, chip);
-  impl->diskCache = options.diskCache;
-  impl->compiled = compileGraphCached(graph, impl->options, options.diskCache);
+std::shared_ptr<Kernel::Impl> build(const Graph& graph, const compiler::CompileOptions& co, const std::string& chip,
+                                    bool diskCache) {
+  auto impl = newImpl(graph, co, chip);
+  impl->diskCache = diskCache;
+  impl->compiled = compileGraphCached(graph, impl->options, diskCache);
   prepare(*impl);
   return impl;
 }
@@ -396,9 +392,13 @@ std::string indent(const std::string& text, const std::string& prefix) {
 Kernel compile(const Graph& graph, const CompileOptions& options) {
   std::string chip = options.chip;
   if (chip.empty()) chip = rt::driverAvailable() ? rt::Device::current().properties().arch() : "sm_90";
+  compiler::CompileOptions co = detail::compilerOptions(options, chip);
+  std::vector<std::string> tuningNotes;
+  if (options.tune != CompileOptions::Tune::Off) tuningNotes = detail::resolveTuning(graph, options, co);
   std::string key = chip + "|" + std::string(compiler::routeName(options.route)) + "|" +
-                    (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + options.rowConfigOverride + "|" +
-                    graph.toText();
+                    (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + options.rowConfigOverride + "|";
+  for (const auto& [index, config] : co.kernelConfigs) key += std::to_string(index) + "=" + config + ";";
+  key += "|" + graph.toText();
   key += options.diskCache ? "|disk" : "|nodisk";
   KernelRegistry& reg = KernelRegistry::instance();
   std::shared_ptr<KernelRegistry::Slot> slot;
@@ -409,15 +409,34 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
     slot = s;
   }
   std::lock_guard<std::mutex> lock(slot->mutex);  // others compiling this key wait here
-  if (!slot->impl) slot->impl = build(graph, options, chip);
+  if (!slot->impl) {
+    slot->impl = build(graph, co, chip, options.diskCache);
+    slot->impl->tuningNotes = std::move(tuningNotes);
+  }
   return Kernel(slot->impl);
 }
 
 namespace detail {
 
+compiler::CompileOptions compilerOptions(const CompileOptions& options, const std::string& chip) {
+  compiler::CompileOptions co;
+  co.chip = chip;
+  co.route = options.route;
+  co.keepText = options.keepText;
+  co.configOverride = options.configOverride;
+  co.rowConfigOverride = options.rowConfigOverride;
+  co.variants = compiler::EntryVariants::VectorOnly;
+  if (rt::driverAvailable()) co.smCount = rt::Device::current().properties().smCount;
+  return co;
+}
+
 Kernel kernelFromCompiled(const Graph& graph, compiler::CompiledGraph compiled, const std::string& chip,
                           const CompileOptions& options) {
-  auto impl = newImpl(graph, options, chip);
+  return kernelFromCompiled(graph, std::move(compiled), compilerOptions(options, chip));
+}
+
+Kernel kernelFromCompiled(const Graph& graph, compiler::CompiledGraph compiled, const compiler::CompileOptions& co) {
+  auto impl = newImpl(graph, co, co.chip);
   impl->compiled = std::move(compiled);
   prepare(*impl);
   return Kernel(impl);
@@ -477,6 +496,9 @@ std::string Kernel::explain() const {
   for (const compiler::CompiledKernel& k : cg.kernels) {
     os << "  " << k.name << ": schedule " << k.schedule << ", config " << k.config << "\n";
     if (!k.why.empty()) os << "    why: " << k.why << "\n";
+    size_t index = static_cast<size_t>(&k - cg.kernels.data());
+    if (index < impl_->tuningNotes.size() && !impl_->tuningNotes[index].empty())
+      os << "    tuning: " << impl_->tuningNotes[index] << "\n";
     os << "    " << describeTensors(k) << "\n";
     if (k.launch.sharedBytes > 0) os << "    dynamic shared memory: " << k.launch.sharedBytes << " bytes/block\n";
     for (const auto& r : k.resources)

@@ -17,5 +17,12 @@ namespace kiln::detail {
 // `graph`.)
 Kernel kernelFromCompiled(const Graph& graph, compiler::CompiledGraph compiled, const std::string& chip,
                           const CompileOptions& options = {});
+// The same with the compiler's options as they were for `compiled` (a
+// tuning candidate's per-kernel config included).
+Kernel kernelFromCompiled(const Graph& graph, compiler::CompiledGraph compiled, const compiler::CompileOptions& co);
+
+// The compiler's options for a facade compile for `chip` (tuning not yet
+// resolved).
+compiler::CompileOptions compilerOptions(const CompileOptions& options, const std::string& chip);
 
 }  // namespace kiln::detail

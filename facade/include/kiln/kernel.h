@@ -32,6 +32,9 @@
 // included. Single-kernel graphs (most) have no workspace and no such rule.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,6 +49,10 @@ namespace kiln {
 
 namespace rt {
 class DiskCache;
+}
+namespace tune {
+class TuningDatabase;
+struct DeviceKey;
 }
 
 using rt::ScalarArg;
@@ -66,7 +73,57 @@ struct CompileOptions {
   // for the whole process). A second process compiling an equal graph with
   // equal options loads the cubins instead of compiling.
   bool diskCache = true;
+
+  // Tuned configs (docs/tuning.md). Each kernel of the graph is looked up in
+  // the tuning database by what it computes, the device and the shape bucket
+  // of `dims`:
+  //   UseDatabase (default): a hit's config is used, else the heuristic's;
+  //     nothing is ever benchmarked.
+  //   IfMissing: a miss is tuned on the GPU now (compiles and benchmarks the
+  //     schedule's candidates) and recorded in the database's user file.
+  //   Always: tuned now even on a hit (once per process per graph/options).
+  //   Off: the heuristic's config; the database is not read.
+  enum class Tune { Off, UseDatabase, IfMissing, Always };
+  Tune tune = Tune::UseDatabase;
+  // The values the graph's dynamic dims will mostly take: they select the
+  // database's shape bucket, and tuning benchmarks at exactly these sizes
+  // (so it needs every dynamic dim here). Unused by graphs without
+  // dynamic dims.
+  std::map<std::string, int64_t> dims;
+  // The database to read and record into; null: the process-wide one
+  // ($KILN_TUNING_PATH and the user file, loaded at first use).
+  tune::TuningDatabase* tuningDatabase = nullptr;
+  // The device to look up tuned configs for; null: the current GPU's (no
+  // lookups without a GPU unless this is set: compiling ahead of time for a
+  // device that is not here).
+  const tune::DeviceKey* tuningDevice = nullptr;
+  // Tuning's timing runs per candidate (the final round; the quick round
+  // takes a quarter). Fewer: faster tuning, noisier choices.
+  int tuneIters = 40;
 };
+
+// Counters of what this process's kiln did (all kernels, all threads): how
+// a program shows that a warm start compiles nothing and benchmarks nothing.
+struct Stats {
+  uint64_t kernelsCompiled = 0;       // kernels built by the compiler (tuning candidates included)
+  uint64_t kernelsFromDiskCache = 0;  // kernels loaded from the disk cache
+  uint64_t tuningHits = 0;            // kernels whose config came from the tuning database
+  uint64_t tuningMisses = 0;          // kernels looked up and not found
+  uint64_t kernelsTuned = 0;          // searches run
+  uint64_t candidatesBenchmarked = 0; // candidate configs timed on the GPU
+};
+Stats stats();
+
+// Progress of tuning runs in this process (kiln-tune draws its progress bar
+// from it): the kernel being tuned and its steps done of the total. Called
+// from the tuning thread; null removes it.
+struct TuningProgress {
+  std::string kernel;
+  int done = 0;
+  int total = 0;
+};
+using TuningProgressFn = std::function<void(const TuningProgress&)>;
+void setTuningProgress(TuningProgressFn fn);
 
 // Graph → cubins through the disk cache, without loading anything (what
 // `kiln compile` uses). Each kernel's `cache` says "hit", "miss", "rebuilt"

@@ -6,6 +6,7 @@
 // the resource report. No MLIR type appears here.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,11 @@ struct CompileOptions {
   // The same for row-reduction kernels (keys: threads_per_row, threads,
   // vector, persistent, unroll).
   std::string rowConfigOverride;
+  // Per kernel (by its index in the plan, see describeKernels): a JSON
+  // object applied after the schedule-wide overrides above. What the tuner
+  // and the tuning database set. A kernel given here is built exactly as
+  // asked (no heuristic rebuild after the resource report).
+  std::map<int, std::string> kernelConfigs;
 };
 
 struct CompiledGraph {
@@ -120,6 +126,31 @@ struct CompiledGraph {
 // never does it on its own: call it, or set KILN_TUNE_MALLOC=1, in a program
 // that compiles many kernels. Returns false where unsupported.
 KILN_COMPILER_API bool tuneAllocatorForCompilation();
+
+// What the tuner needs to know about one kernel of a graph's plan, without
+// compiling it: which schedule builds it, a text that identifies what it
+// computes (its sub-graph and schedule: equal texts are the same kernel in
+// any graph), the heuristic's config and the schedule's config space.
+struct KernelTuningInfo {
+  int index = 0;                 // position in the plan (CompileOptions::kernelConfigs)
+  std::string name;              // as compileGraph names it ("kiln_row0")
+  std::string schedule;          // "pointwise", "row_reduction"
+  int scheduleVersion = 0;       // bumped when a config's meaning changes
+  std::string signatureText;     // hash it for a tuning-database key
+  std::string defaultConfig;     // the config compileGraph would use (JSON)
+  // Candidate overrides (JSON objects of the schedule's tunable keys), the
+  // heuristic's choice first, no duplicates.
+  std::vector<std::string> space;
+  std::vector<std::string> dims; // the graph's dynamic dims this kernel uses
+};
+
+// The schedules' versions (stored with tuned configs).
+inline constexpr int kPointwiseScheduleVersion = 1;
+inline constexpr int kRowReductionScheduleVersion = 1;
+
+// Plans the graph and describes each kernel (milliseconds or less: no MLIR).
+KILN_COMPILER_API std::vector<KernelTuningInfo> describeKernels(const Graph& graph,
+                                                                const CompileOptions& options = {});
 
 // Compiles every kernel of the graph. kiln::Error names what cannot be
 // compiled and why.

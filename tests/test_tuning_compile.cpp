@@ -1,0 +1,248 @@
+// Tuning on the CPU side: the schedules' config spaces (every candidate
+// compiles, spill-free, and means what it says), per-kernel configs in the
+// compiler and the disk-cache key, and kiln::compile reading the tuning
+// database (a hit's config is used; another device, bucket or schedule
+// version is not). Tuning itself needs a GPU (test_tuning_gpu.cpp).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/autotune/tuning_db.h"
+#include "kiln/kiln.h"
+#include "kiln/runtime/disk_cache.h"
+#include "../facade/src/cached_compile.h"
+
+using namespace kiln;
+namespace fs = std::filesystem;
+
+namespace {
+
+Graph softmaxGraph(DType t, Shape shape) {
+  Graph g;
+  g.output("y", softmax(g.input("x", t, shape)));
+  return g;
+}
+
+Graph geluGraph(DType t, Shape shape) {
+  Graph g;
+  Shape bias{shape.back()};
+  g.output("y", gelu_tanh(g.input("x", t, shape) + g.input("b", t, bias)));
+  return g;
+}
+
+// Each key of the candidate override appears with its value in the
+// compiled kernel's config.
+void requireConfigMatches(const std::string& candidate, const std::string& compiled) {
+  nlohmann::json want = nlohmann::json::parse(candidate), got = nlohmann::json::parse(compiled);
+  for (auto it = want.begin(); it != want.end(); ++it) {
+    INFO("candidate " << candidate << ", compiled " << compiled << ", key " << it.key());
+    REQUIRE(got.contains(it.key()));
+    if (it.key() == "persistent" && got[it.key()] == 1) continue;
+    // A persistent candidate may fall back to the loop only when the row
+    // does not fit, which the space never offers.
+    CHECK(got[it.key()] == it.value());
+  }
+}
+
+struct TempDir {
+  fs::path dir = fs::temp_directory_path() / ("kiln-tuning-test-" + std::to_string(std::random_device{}()));
+  TempDir() { fs::create_directories(dir); }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("describeKernels: one kernel per plan entry, the heuristic first in its space", "[compile][tuning]") {
+  struct Case {
+    const char* name;
+    Graph g;
+    const char* schedule;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"softmax bf16 4096", softmaxGraph(DType::BF16, {Dim("R"), 4096}), "row_reduction"});
+  cases.push_back({"softmax f32 100", softmaxGraph(DType::F32, {64, 100}), "row_reduction"});
+  cases.push_back({"softmax f32 dynamic", softmaxGraph(DType::F32, {Dim("R"), Dim("N")}), "row_reduction"});
+  cases.push_back({"gelu bf16", geluGraph(DType::BF16, {Dim("R"), 4096}), "pointwise"});
+  {
+    Graph g;
+    g.output("s", sum(g.input("x", DType::BF16, {Dim("R"), 32768}), {-1}));
+    cases.push_back({"sum streaming", std::move(g), "row_reduction"});
+  }
+  for (const Case& c : cases) {
+    INFO(c.name);
+    auto infos = compiler::describeKernels(c.g);
+    REQUIRE(infos.size() == 1);
+    const auto& k = infos[0];
+    CHECK(k.schedule == c.schedule);
+    CHECK(k.scheduleVersion >= 1);
+    CHECK(k.index == 0);
+    CHECK(k.name == compiler::compileGraph(c.g, {}).kernels[0].name);
+    REQUIRE(k.space.size() >= 8);
+    CHECK(k.space.size() <= 64);
+    std::set<std::string> unique(k.space.begin(), k.space.end());
+    CHECK(unique.size() == k.space.size());
+    requireConfigMatches(k.space[0], k.defaultConfig);
+    CHECK_THAT(k.signatureText, Catch::StartsWith(std::string(c.schedule) + "\n"));
+  }
+  // The signature is what the kernel computes: the same softmax in another
+  // graph (other names around it) has the same text; another dtype does not.
+  Graph a = softmaxGraph(DType::BF16, {Dim("R"), 4096});
+  Graph b;
+  b.output("y", softmax(b.input("x", DType::BF16, {Dim("R"), 4096})));
+  CHECK(compiler::describeKernels(a)[0].signatureText == compiler::describeKernels(b)[0].signatureText);
+  CHECK(compiler::describeKernels(a)[0].signatureText !=
+        compiler::describeKernels(softmaxGraph(DType::F16, {Dim("R"), 4096}))[0].signatureText);
+  // Dims: the kernel's dynamic dims.
+  CHECK(compiler::describeKernels(a)[0].dims == std::vector<std::string>{"R"});
+}
+
+TEST_CASE("config spaces: every candidate compiles spill-free and means what it says", "[compile][tuning]") {
+  std::vector<std::pair<std::string, Graph>> graphs;
+  graphs.push_back({"softmax bf16 4096", softmaxGraph(DType::BF16, {Dim("R"), 4096})});
+  graphs.push_back({"gelu bf16 4096", geluGraph(DType::BF16, {Dim("R"), 4096})});
+  for (const auto& [name, g] : graphs) {
+    auto info = compiler::describeKernels(g)[0];
+    for (const std::string& cand : info.space) {
+      INFO(name << ": " << cand);
+      compiler::CompileOptions o;
+      o.kernelConfigs[0] = cand;
+      o.variants = compiler::EntryVariants::VectorOnly;
+      o.keepText = false;
+      compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+      REQUIRE(cg.kernels.size() == 1);
+      requireConfigMatches(cand, cg.kernels[0].config);
+      for (const auto& r : cg.kernels[0].resources) {
+        INFO(r.kernel << ": " << r.registers << " registers");
+        CHECK(r.spillStoreBytes == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("per-kernel configs: errors name the kernel or the schedule", "[compile][tuning]") {
+  Graph g = softmaxGraph(DType::F32, {Dim("R"), 1024});
+  compiler::CompileOptions o;
+  o.kernelConfigs[3] = "{}";
+  CHECK_THROWS_WITH(compiler::compileGraph(g, o), Catch::Contains("kernel 3") && Catch::Contains("1 kernel"));
+  o.kernelConfigs.clear();
+  o.kernelConfigs[0] = R"({"threads_per_row": 100})";
+  CHECK_THROWS_WITH(compiler::compileGraph(g, o), Catch::Contains("row_reduction") && Catch::Contains("threads_per_row"));
+  // A kernel config wins over the schedule-wide override.
+  o.kernelConfigs[0] = R"({"threads_per_row": 64, "threads": 64})";
+  o.rowConfigOverride = R"({"threads_per_row": 128, "threads": 128})";
+  CHECK(nlohmann::json::parse(compiler::compileGraph(g, o).kernels[0].config)["threads_per_row"] == 64);
+}
+
+TEST_CASE("disk-cache key: per-kernel configs are part of it", "[compile][tuning][cache]") {
+  Graph g = softmaxGraph(DType::F32, {Dim("R"), 1024});
+  compiler::CompileOptions o;
+  std::string k0 = detail::cacheKey(g, o);
+  o.kernelConfigs[0] = R"({"threads_per_row": 64})";
+  std::string k1 = detail::cacheKey(g, o);
+  o.kernelConfigs[0] = R"({"threads_per_row": 128})";
+  std::string k2 = detail::cacheKey(g, o);
+  CHECK(k0 != k1);
+  CHECK(k1 != k2);
+  o.kernelConfigs[0] = R"({"threads_per_row": 64})";
+  CHECK(detail::cacheKey(g, o) == k1);
+}
+
+TEST_CASE("kiln::compile uses a tuning-database hit for its device and bucket", "[compile][tuning]") {
+  TempDir tmp;
+  // A graph no other test compiles (its own row length), so the in-process
+  // registry holds nothing for it yet.
+  const int64_t len = 1536 + 8 * static_cast<int64_t>(std::random_device{}() % 64);
+  Graph g = softmaxGraph(DType::F32, {Dim("R"), len});
+  auto info = compiler::describeKernels(g)[0];
+  const std::string tuned = R"({"persistent":1,"threads":64,"threads_per_row":64,"unroll":4,"vector":4})";
+  REQUIRE(nlohmann::json::parse(info.defaultConfig)["threads_per_row"] != 64);
+
+  tune::DeviceKey dev{"NVIDIA H200", 9, 0, 132};
+  tune::TuningEntry e;
+  e.kernelSignature = rt::hashHex(info.signatureText);
+  e.schedule = info.schedule;
+  e.scheduleVersion = info.scheduleVersion;
+  e.device = dev;
+  e.shapeBucket = "R=1024";
+  e.config = nlohmann::json::parse(tuned);
+  e.medianUs = 12.5;
+  e.p95Us = 13;
+  e.achieved = 3.9;
+  e.achievedUnit = "TB/s";
+  e.kilnVersion = "test";
+  e.date = "2026-11-30T00:00:00Z";
+  fs::path shipped = tmp.dir / "shipped.json";
+  tune::writeTuningFile(shipped, {e});
+
+  tune::TuningDbOptions dbo;
+  dbo.searchPath = shipped.string();
+  dbo.userFile = tmp.dir / "user.json";
+  tune::TuningDatabase db(dbo);
+
+  CompileOptions o;
+  o.chip = "sm_90";
+  o.tuningDatabase = &db;
+  o.tuningDevice = &dev;
+  o.dims = {{"R", 1000}};  // bucket R=1024
+  o.diskCache = false;
+  Stats before = stats();
+  Kernel k = compile(g, o);
+  CHECK(nlohmann::json::parse(k.compiled().kernels[0].config)["threads_per_row"] == 64);
+  CHECK(stats().tuningHits == before.tuningHits + 1);
+  CHECK_THAT(k.explain(), Catch::Contains("from the tuning database"));
+  CHECK(stats().candidatesBenchmarked == before.candidatesBenchmarked);
+
+  SECTION("another bucket: the heuristic") {
+    o.dims = {{"R", 5000}};
+    Kernel h = compile(g, o);
+    CHECK(h.compiled().kernels[0].config == info.defaultConfig);
+    CHECK(stats().tuningMisses == before.tuningMisses + 1);
+    CHECK_THAT(h.explain(), Catch::Contains("no tuning-database entry"));
+  }
+  SECTION("no dim value: not looked up") {
+    o.dims.clear();
+    Kernel h = compile(g, o);
+    CHECK(h.compiled().kernels[0].config == info.defaultConfig);
+    CHECK_THAT(h.explain(), Catch::Contains("dim R has no value"));
+  }
+  SECTION("another device: the heuristic") {
+    tune::DeviceKey other{"NVIDIA H100 80GB HBM3", 9, 0, 132};
+    o.tuningDevice = &other;
+    CHECK(compile(g, o).compiled().kernels[0].config == info.defaultConfig);
+  }
+  SECTION("Tune::Off: the heuristic") {
+    o.tune = CompileOptions::Tune::Off;
+    CHECK(compile(g, o).compiled().kernels[0].config == info.defaultConfig);
+  }
+  SECTION("another schedule version: ignored with a note") {
+    e.scheduleVersion = info.scheduleVersion + 1;
+    tune::writeTuningFile(shipped, {e});
+    tune::TuningDatabase db2(dbo);
+    o.tuningDatabase = &db2;
+    CHECK(compile(g, o).compiled().kernels[0].config == info.defaultConfig);
+    REQUIRE(db2.notes().size() == 1);
+    CHECK_THAT(db2.notes()[0], Catch::Contains("version"));
+  }
+}
+
+TEST_CASE("tuning without a GPU is a clear error", "[compile][tuning]") {
+  if (rt::driverAvailable()) {
+    SUCCEED("a driver is present: covered by the [gpu] tuning tests");
+    return;
+  }
+  TempDir tmp;
+  tune::TuningDbOptions dbo;
+  dbo.searchPath = "";
+  dbo.userFile = tmp.dir / "user.json";
+  tune::TuningDatabase db(dbo);
+  CompileOptions o;
+  o.tuningDatabase = &db;
+  o.tune = CompileOptions::Tune::IfMissing;
+  CHECK_THROWS_WITH(compile(softmaxGraph(DType::F32, {8, 1024}), o), Catch::Contains("tuning needs a GPU"));
+}
