@@ -15,10 +15,12 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 
 #include "bench_common.h"
+#include "kiln/autotune/tuning_db.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/launch.h"
@@ -41,6 +43,9 @@ using Builder = std::function<Graph(int64_t rows)>;
 
 using bench::minBytes;
 
+// KILN_BENCH_TUNE=FILE: each case is also tuned (recorded in FILE) and timed.
+std::unique_ptr<tune::TuningDatabase> tuningDb;
+
 // Device inputs shared by the cases of one shape: x, y, z [rows, cols], b [cols].
 struct Inputs {
   DType dtype;
@@ -52,7 +57,7 @@ struct Inputs {
 void benchCase(const std::string& name, const Builder& build, Inputs& in, const char* tag,
                const std::string& override = "") {
   Graph g = build(in.rows);
-  Kernel k = compile(g, {.configOverride = override});
+  Kernel k = compile(g, {.configOverride = override, .tune = CompileOptions::Tune::Off});
   std::vector<TensorView> views;
   for (int id : g.params()) {
     const Node& n = g.node(id);
@@ -71,8 +76,8 @@ void benchCase(const std::string& name, const Builder& build, Inputs& in, const 
   // Check the first and last `few` rows against the reference evaluator on
   // a graph of 2 * few rows built the same way.
   const int64_t few = 4;
-  bool ok = true;
-  {
+  auto check = [&] {
+    bool ok = true;
     Graph small = build(2 * few);
     EvalInputs ein;
     for (int id : small.params()) {
@@ -102,7 +107,9 @@ void benchCase(const std::string& name, const Builder& build, Inputs& in, const 
         if (!(std::fabs(have - want) <= tol * std::max(1.0, std::fabs(want)))) ok = false;
       }
     }
-  }
+    return ok;
+  };
+  bool ok = check();
   rt::BenchmarkOptions bo;
   bo.warmup = 10;
   bo.iters = 100;
@@ -117,6 +124,28 @@ void benchCase(const std::string& name, const Builder& build, Inputs& in, const 
                 "{\"op\": \"%s [%s]\", \"impl\": \"kiln\", \"median_us\": %.2f, \"p95_us\": %.2f, \"TBps\": %.3f, "
                 "\"correct\": %s, \"config\": %s}",
                 name.c_str(), tag, r.medianUs, r.p95Us, tbps, ok ? "true" : "false", cfg.c_str());
+  record(buf);
+  if (!tuningDb || !override.empty()) return;
+  // KILN_BENCH_TUNE: the same check and timing with the tuner's config.
+  CompileOptions to;
+  to.tune = CompileOptions::Tune::Always;
+  to.tuningDatabase = tuningDb.get();
+  auto t0 = std::chrono::steady_clock::now();
+  Kernel tuned = compile(g, to);
+  double tuneS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (rt::DeviceBuffer& b : outs) b.poison();
+  tuned.launch(std::span<const TensorView>(views));
+  bool tok = check();
+  rt::BenchmarkResult tr = rt::benchmark([&] { tuned.launch(std::span<const TensorView>(views)); }, bo);
+  double ttbps = minBytes(g) / (tr.medianUs * 1e-6) / 1e12;
+  std::string tcfg = tuned.compiled().kernels.at(0).config;
+  std::printf("%-34s %-16s tuned %8.1f us (p95 %7.1f)  %.3f TB/s  %s  %.3fx the heuristic; tuning %.2f s  %s\n",
+              name.c_str(), tag, tr.medianUs, tr.p95Us, ttbps, tok ? "ok" : "WRONG", r.medianUs / tr.medianUs, tuneS,
+              tcfg.c_str());
+  std::snprintf(buf, sizeof buf,
+                "{\"op\": \"%s [%s]\", \"impl\": \"kiln tuned\", \"median_us\": %.2f, \"p95_us\": %.2f, \"TBps\": %.3f, "
+                "\"correct\": %s, \"tuning_s\": %.3f, \"config\": %s}",
+                name.c_str(), tag, tr.medianUs, tr.p95Us, ttbps, tok ? "true" : "false", tuneS, tcfg.c_str());
   record(buf);
 }
 
@@ -240,6 +269,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("%s\n", rt::Device::current().properties().summary().c_str());
+  if (const char* file = std::getenv("KILN_BENCH_TUNE"); file && *file) {
+    tune::TuningDbOptions o;
+    o.searchPath = "";
+    o.userFile = file;
+    tuningDb = std::make_unique<tune::TuningDatabase>(o);
+  }
   std::string what = argc > 1 ? argv[1] : "all";
   if (what == "all" || what == "launch") launchOverhead();
   if (what == "all" || what == "mem") {

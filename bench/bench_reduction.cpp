@@ -15,6 +15,9 @@
 //                                   runs the harness without a reduction
 //   KILN_ROW_CONFIG='{"threads_per_row": 512, "persistent": 0}' bench_reduction ...
 //                                   every row kernel with that config (a sweep)
+//   KILN_BENCH_TUNE=FILE bench_reduction ...
+//                                   also tune every case (recorded in FILE),
+//                                   then check and time the tuned kernel
 //
 // Every case is checked once before it is timed: outputs poisoned (NaN),
 // one launch, then a spread subset of rows (all rows of the small cases)
@@ -42,6 +45,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -50,6 +54,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_common.h"
+#include "kiln/autotune/tuning_db.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/timing.h"
@@ -474,10 +479,24 @@ StreamTime backToBack(const std::function<void()>& fn, int calls = 100, int batc
 }
 
 // KILN_ROW_CONFIG: a row-reduction config override for every case (sweeps).
+// The heuristic's configs (no tuning database) unless KILN_ROW_CONFIG says
+// otherwise.
 kiln::CompileOptions benchOptions() {
   kiln::CompileOptions o;
+  o.tune = kiln::CompileOptions::Tune::Off;
   if (const char* env = std::getenv("KILN_ROW_CONFIG")) o.rowConfigOverride = env;
   return o;
+}
+
+// KILN_BENCH_TUNE=FILE: every case is also tuned (Tune::Always, recorded in
+// FILE), then checked and timed with the tuned config, next to the default.
+std::unique_ptr<tune::TuningDatabase> tuningDb() {
+  const char* env = std::getenv("KILN_BENCH_TUNE");
+  if (!env || !*env) return nullptr;
+  tune::TuningDbOptions o;
+  o.searchPath = "";
+  o.userFile = env;
+  return std::make_unique<tune::TuningDatabase>(o);
 }
 
 // Compiles, checks and times one case. Returns true when it passed.
@@ -540,33 +559,37 @@ bool runCase(const Case& c) {
     auto t0 = std::chrono::steady_clock::now();
     Expected ex = expectedFor(c);
     double refSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    Mismatch mm;
     double tol = 0;
-    if (c.kind == Kind::CrossEntropy) {
-      float got = 0;
-      outs.at(0).download(&got, sizeof got);
-      tol = tolerance(DType::F32);
-      compareValue(mm, got, ex.ceMean, tol, toleranceFloor(c), "loss");
-      if (!ex.selfCheckOk) {
-        ++mm.bad;
-        mm.first = "reference disagreement: " + ex.selfCheck;
+    auto check = [&] {
+      Mismatch mm;
+      if (c.kind == Kind::CrossEntropy) {
+        float got = 0;
+        outs.at(0).download(&got, sizeof got);
+        tol = tolerance(DType::F32);
+        compareValue(mm, got, ex.ceMean, tol, toleranceFloor(c), "loss");
+        if (!ex.selfCheckOk) {
+          ++mm.bad;
+          mm.first = "reference disagreement: " + ex.selfCheck;
+        }
+      } else {
+        for (size_t o = 0; o < ex.outputs.size(); ++o) {
+          const EvalOutput& r = ex.outputs[o];
+          DType dt = r.value.dtype();
+          tol = std::max(tol, tolerance(dt));
+          int64_t rowElems = r.value.numel() / static_cast<int64_t>(ex.rows.size());
+          size_t rowBytes = rowElems * dtypeSize(dt);
+          HostTensor got(dt, r.value.shape());
+          for (size_t i = 0; i < ex.rows.size(); ++i)
+            outs[o].download(static_cast<char*>(got.data()) + i * rowBytes, rowBytes, ex.rows[i] * rowBytes);
+          for (int64_t e = 0; e < got.numel(); ++e)
+            compareValue(mm, got.get(e), r.exact[e], tolerance(dt), toleranceFloor(c),
+                         r.name + " row " + std::to_string(ex.rows[e / rowElems]) + " col " +
+                             std::to_string(e % rowElems));
+        }
       }
-    } else {
-      for (size_t o = 0; o < ex.outputs.size(); ++o) {
-        const EvalOutput& r = ex.outputs[o];
-        DType dt = r.value.dtype();
-        tol = std::max(tol, tolerance(dt));
-        int64_t rowElems = r.value.numel() / static_cast<int64_t>(ex.rows.size());
-        size_t rowBytes = rowElems * dtypeSize(dt);
-        HostTensor got(dt, r.value.shape());
-        for (size_t i = 0; i < ex.rows.size(); ++i)
-          outs[o].download(static_cast<char*>(got.data()) + i * rowBytes, rowBytes, ex.rows[i] * rowBytes);
-        for (int64_t e = 0; e < got.numel(); ++e)
-          compareValue(mm, got.get(e), r.exact[e], tolerance(dt), toleranceFloor(c),
-                       r.name + " row " + std::to_string(ex.rows[e / rowElems]) + " col " +
-                           std::to_string(e % rowElems));
-      }
-    }
+      return mm;
+    };
+    Mismatch mm = check();
     bool ok = mm.bad == 0;
     std::printf("  check: %s; %lld of %lld values outside tolerance %.3g (max rel err %.3g); reference %.1f s\n",
                 ex.note.c_str(), static_cast<long long>(mm.bad), static_cast<long long>(mm.count), tol, mm.maxRelErr,
@@ -599,6 +622,33 @@ bool runCase(const Case& c) {
       std::printf("%-40s kiln, L2 flushed %7.2f us (p95 %7.2f); back to back, not flushed %7.2f us per call\n",
                   c.name().c_str(), r.medianUs, r.p95Us, st.medianUsPerCall);
       j["back_to_back_us"] = st.medianUsPerCall;
+    }
+    if (auto db = tuningDb()) {
+      // Tuned: the same check and timing with the tuner's config.
+      kiln::CompileOptions to = benchOptions();
+      to.tune = kiln::CompileOptions::Tune::Always;
+      to.tuningDatabase = db.get();
+      auto t1 = std::chrono::steady_clock::now();
+      Kernel tuned = compile(g, to);
+      double tuneS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      std::string cfg;
+      for (const auto& ck : tuned.compiled().kernels) cfg += (cfg.empty() ? "" : " ") + ck.config;
+      for (rt::DeviceBuffer& b : outs) b.poison();
+      tuned.launch(std::span<const TensorView>(views));
+      if (CUresult e = rt::driver().ctxSynchronize(); e != CUDA_SUCCESS)
+        throw Error("bench_reduction: the tuned kernel's launch failed: " + rt::cuErrorText(e));
+      Mismatch tm = check();
+      rt::BenchmarkResult tr = rt::benchmark([&] { tuned.launch(std::span<const TensorView>(views)); }, bo);
+      double ttbps = bytes / (tr.medianUs * 1e-6) / 1e12;
+      std::printf("%-40s tuned %9.1f us (p95 %8.1f)  %.3f TB/s  %.3fx the heuristic  %s; tuning %.2f s; %s\n",
+                  c.name().c_str(), tr.medianUs, tr.p95Us, ttbps, r.medianUs / tr.medianUs,
+                  tm.bad == 0 ? "PASS" : "FAIL", tuneS, cfg.c_str());
+      std::string note = tuned.explain();
+      if (size_t at = note.find("tuning: "); at != std::string::npos)
+        std::printf("  %s\n", note.substr(at, note.find('\n', at) - at).c_str());
+      j["tuned"] = {{"median_us", tr.medianUs}, {"p95_us", tr.p95Us}, {"TBps", ttbps}, {"tuning_s", tuneS},
+                    {"config", cfg}, {"correct", tm.bad == 0}};
+      ok = ok && tm.bad == 0;
     }
     emitJson(j);
     return ok;

@@ -18,13 +18,14 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/kiln/bin" "$STAGE/kiln/lib" "$STAGE/kiln/anchors" "$STAGE/kiln/graphs"
 for exe in tests/kiln_tests runtime/tests/kiln_runtime_tests compiler/kiln_compiler_tests \
-           bench/bench_pointwise bench/bench_reduction bench/bench_compile tools/kiln \
-           examples/lesson_00_graphs examples/lesson_01_bias_gelu examples/lesson_02_row_reductions; do
+           bench/bench_pointwise bench/bench_reduction bench/bench_compile tools/kiln tools/kiln-tune \
+           examples/lesson_00_graphs examples/lesson_01_bias_gelu examples/lesson_02_row_reductions \
+           examples/lesson_03_tuning; do
   if [ -f "$BUILD/$exe" ]; then cp "$BUILD/$exe" "$STAGE/kiln/bin/"; fi
 done
 cp "$BUILD"/compiler/libkiln_compiler.so* "$STAGE/kiln/lib/"
 strip --strip-unneeded "$STAGE"/kiln/bin/* 2>/dev/null || true
-cp examples/graphs/*.kiln "$STAGE/kiln/graphs/" 2>/dev/null || true
+cp examples/graphs/*.kiln examples/graphs/tune.manifest "$STAGE/kiln/graphs/" 2>/dev/null || true
 # The anchors (PyTorch eager / torch.compile / Triton, and the raw floors)
 # run in the same device call as kiln's benchmarks.
 SHARED=${KILN_SHARED_DIR:-$ROOT/../shared}

@@ -14,6 +14,12 @@
 #                 shared/bench/anchors.py (launch mem1 mem2 gemm extra), run
 #                 after those (default "pointwise reduction")
 #   KILN_SWEEP    set: also run `bench_pointwise sweep`
+#   KILN_BENCH_TUNE  set: the benchmarks also tune every case and time the
+#                 tuned kernel next to the heuristic's (database in
+#                 $OUT/tuning-bench-*.json)
+#   tuning stage  lesson 3 (tune offline, then the application in a second
+#                 process), and `kiln-tune tune` over examples/graphs/
+#                 tune.manifest (database in $OUT/kiln-tune.json)
 #
 # Time: the device call allows 600 s, so every step runs under `timeout`:
 # each stage has a cap (KILN_TIMEOUT_TESTS 150 s, KILN_TIMEOUT_BENCH 200 s,
@@ -26,6 +32,11 @@ cd "$(dirname "$0")/.." || exit 1
 OUTDIR=${1:-${OUT:-/tmp/kiln-out}}
 mkdir -p "$OUTDIR" && OUTDIR=$(cd "$OUTDIR" && pwd)
 STAGES=${KILN_STAGES:-"tests bench anchors"}
+BENCH_TUNE_POINTWISE=""; BENCH_TUNE_REDUCTION=""
+if [ -n "${KILN_BENCH_TUNE:-}" ]; then
+  BENCH_TUNE_POINTWISE=$OUTDIR/tuning-bench-pointwise.json
+  BENCH_TUNE_REDUCTION=$OUTDIR/tuning-bench-reduction.json
+fi
 BENCHES=${KILN_BENCHES:-"pointwise reduction"}
 ANCHORS=${KILN_ANCHORS:-"pointwise reduction"}
 DEADLINE=$((SECONDS + ${KILN_DEADLINE_S:-570}))
@@ -80,11 +91,22 @@ if [[ " $STAGES " == *" tests "* ]]; then
     bounded "$K/bin/lesson_02_row_reductions" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
 fi
+if [[ " $STAGES " == *" tuning "* ]]; then
+  stage_begin "${KILN_TIMEOUT_TUNING:-150}"
+  echo "== tuning (lesson 3, kiln-tune)" | tee -a "$LOG"
+  bounded "$K/bin/lesson_03_tuning" "$OUTDIR/lesson3-ship" 2>&1 | tee "$OUTDIR/lesson3.log" | tee -a "$LOG"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  rm -rf "$OUTDIR/lesson3-ship/kernels"
+  bounded "$K/bin/kiln-tune" tune --manifest "$K/graphs/tune.manifest" -o "$OUTDIR/kiln-tune.json" 2>&1 \
+    | tee "$OUTDIR/kiln-tune.log" | tee -a "$LOG"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  "$K/bin/kiln-tune" show "$OUTDIR/kiln-tune.json" 2>&1 | tee -a "$LOG"
+fi
 if [[ " $STAGES " == *" bench "* ]]; then
   stage_begin "${KILN_TIMEOUT_BENCH:-200}"
   echo "== kiln benchmarks ($BENCHES)" | tee -a "$LOG"
   if [[ " $BENCHES " == *" pointwise "* ]]; then
-    bounded "$K/bin/bench_pointwise" 2>&1 | tee "$OUTDIR/bench-pointwise.log" | tee -a "$LOG"
+    bounded env KILN_BENCH_TUNE="$BENCH_TUNE_POINTWISE" "$K/bin/bench_pointwise" 2>&1 | tee "$OUTDIR/bench-pointwise.log" | tee -a "$LOG"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     if [ -n "${KILN_SWEEP:-}" ]; then
       bounded "$K/bin/bench_pointwise" sweep 2>&1 | tee "$OUTDIR/bench-sweep.log" | tee -a "$LOG"
@@ -94,7 +116,7 @@ if [[ " $STAGES " == *" bench "* ]]; then
     # The full log (kernel plans, checks, JSON lines) in its own file; the
     # table lines and the summary in run.log.
     # shellcheck disable=SC2086  # case substrings are separate arguments
-    bounded "$K/bin/bench_reduction" ${KILN_REDUCTION_CASES:-} 2>&1 | tee "$OUTDIR/bench-reduction.log" \
+    bounded env KILN_BENCH_TUNE="$BENCH_TUNE_REDUCTION" "$K/bin/bench_reduction" ${KILN_REDUCTION_CASES:-} 2>&1 | tee "$OUTDIR/bench-reduction.log" \
       | grep -v '^JSON \|^  |' | tee -a "$LOG"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi

@@ -6,10 +6,14 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/autotune/tuner.h"
 #include "kiln/autotune/tuning_db.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/disk_cache.h"
@@ -245,4 +249,65 @@ TEST_CASE("tuning without a GPU is a clear error", "[compile][tuning]") {
   o.tuningDatabase = &db;
   o.tune = CompileOptions::Tune::IfMissing;
   CHECK_THROWS_WITH(compile(softmaxGraph(DType::F32, {8, 1024}), o), Catch::Contains("tuning needs a GPU"));
+}
+
+TEST_CASE("N threads compiling one graph cause one compile", "[compile][cache]") {
+  // A graph no other test builds (a random constant) and no disk cache, so
+  // that the one compile is a real one.
+  Graph g;
+  g.output("y", g.input("x", DType::F32, {Dim("R"), 256}) * (1.0 + (std::random_device{}() % 1000) / 1000.0));
+  CompileOptions o;
+  o.chip = "sm_90";
+  o.diskCache = false;
+  Stats before = stats();
+  std::vector<std::thread> threads;
+  std::vector<Kernel> kernels(8);
+  for (int i = 0; i < 8; ++i) threads.emplace_back([&, i] { kernels[static_cast<size_t>(i)] = compile(g, o); });
+  for (std::thread& t : threads) t.join();
+  CHECK(stats().kernelsCompiled == before.kernelsCompiled + 1);
+  for (const Kernel& k : kernels) CHECK(&k.compiled() == &kernels[0].compiled());
+}
+
+TEST_CASE("tuner with the real compiler: parallel compiles equal serial ones, and the fake-timed best wins",
+          "[compile][tuning]") {
+  Graph g = softmaxGraph(DType::BF16, {Dim("R"), 4096});
+  auto info = compiler::describeKernels(g)[0];
+  compiler::CompileOptions base;
+  base.variants = compiler::EntryVariants::VectorOnly;
+  base.keepText = false;
+  std::map<std::string, std::vector<char>> cubins;
+  std::mutex mu;
+  tune::SearchHooks h;
+  h.compile = [&](const std::string& config) {
+    compiler::CompileOptions c = base;
+    c.kernelConfigs[0] = config;
+    compiler::CompiledGraph cg = compiler::compileGraph(g, c);
+    std::lock_guard<std::mutex> lock(mu);
+    cubins[config] = cg.kernels[0].cubin;
+    return cg;
+  };
+  h.check = [](const compiler::CompiledGraph&) { return std::optional<std::string>(); };
+  // Fake time: fewer registers is faster, except that the last candidate is
+  // fastest of all.
+  const std::string fastest = info.space.back();
+  h.time = [&](const compiler::CompiledGraph& cg, int) {
+    std::string cfg = cg.kernels[0].config;
+    double us = 100.0 + cg.kernels[0].resources.at(0).registers;
+    bool isFastest = true;
+    nlohmann::json want = nlohmann::json::parse(fastest), got = nlohmann::json::parse(cfg);
+    for (auto it = want.begin(); it != want.end(); ++it) isFastest = isFastest && got[it.key()] == it.value();
+    return tune::Timing{isFastest ? 10.0 : us, isFastest ? 11.0 : us};
+  };
+  tune::SearchOptions so;
+  so.compileThreads = 4;
+  tune::SearchResult r = tune::search(info.space, 0, h, so);
+  CHECK(r.best == fastest);
+  CHECK(r.compiled == static_cast<int>(info.space.size()));
+  // A few candidates compiled again, alone: the same cubin.
+  for (size_t i : {size_t{0}, info.space.size() / 2, info.space.size() - 1}) {
+    INFO(info.space[i]);
+    compiler::CompileOptions c = base;
+    c.kernelConfigs[0] = info.space[i];
+    CHECK(compiler::compileGraph(g, c).kernels[0].cubin == cubins.at(info.space[i]));
+  }
 }

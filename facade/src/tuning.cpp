@@ -445,7 +445,9 @@ std::vector<std::string> resolveTuning(const Graph& graph, const CompileOptions&
     ++counters().tuned;
     counters().benchmarked += static_cast<uint64_t>(r.benchmarked);
 
-    chosen[info.index] = co.kernelConfigs[info.index] = r.best;
+    // Stored and used in the database's form (compact JSON), so that a later
+    // process that reads it back builds the very same cache key.
+    chosen[info.index] = co.kernelConfigs[info.index] = nlohmann::json::parse(r.best).dump();
     tune::TuningEntry e;
     e.kernelSignature = signature;
     e.schedule = info.schedule;
