@@ -142,6 +142,9 @@ void benchCase(const std::string& name, const Builder& build, Inputs& in, const 
   std::printf("%-34s %-16s tuned %8.1f us (p95 %7.1f)  %.3f TB/s  %s  %.3fx the heuristic; tuning %.2f s  %s\n",
               name.c_str(), tag, tr.medianUs, tr.p95Us, ttbps, tok ? "ok" : "WRONG", r.medianUs / tr.medianUs, tuneS,
               tcfg.c_str());
+  std::string note = tuned.explain();
+  if (size_t at = note.find("tuning: "); at != std::string::npos)
+    std::printf("  %s\n", note.substr(at, note.find('\n', at) - at).c_str());
   std::snprintf(buf, sizeof buf,
                 "{\"op\": \"%s [%s]\", \"impl\": \"kiln tuned\", \"median_us\": %.2f, \"p95_us\": %.2f, \"TBps\": %.3f, "
                 "\"correct\": %s, \"tuning_s\": %.3f, \"config\": %s}",

@@ -176,7 +176,7 @@ SearchResult search(const std::vector<std::string>& space, int kernelIndex, cons
   if (ok.size() > static_cast<size_t>(std::max(0, options.finalists))) ok.resize(static_cast<size_t>(options.finalists));
   std::vector<size_t> finalists{0};
   finalists.insert(finalists.end(), ok.begin(), ok.end());
-  const int rounds = 2;
+  const int rounds = std::max(1, options.finalRounds);
   std::vector<std::vector<double>> medians(finalists.size()), p95s(finalists.size());
   for (int r = 0; r < rounds; ++r)
     for (size_t f = 0; f < finalists.size(); ++f) {
@@ -191,12 +191,20 @@ SearchResult search(const std::vector<std::string>& space, int kernelIndex, cons
     size_t bestRound = static_cast<size_t>(std::min_element(medians[f].begin(), medians[f].end()) - medians[f].begin());
     c.final = {medians[f][bestRound], p95s[f][bestRound]};
   }
+  // A finalist may replace the default only if it was at least minGain
+  // faster in every round (each round times the default too, next to it);
+  // among those, the fastest by its best round wins.
   size_t winner = 0;
-  for (size_t f : finalists)
-    if (result.candidates[f].final.medianUs < result.candidates[winner].final.medianUs) winner = f;
+  for (size_t f = 1; f < finalists.size(); ++f) {
+    bool everyRound = true;
+    for (int r = 0; r < rounds; ++r)
+      everyRound = everyRound && medians[f][static_cast<size_t>(r)] <
+                                     medians[0][static_cast<size_t>(r)] * (1.0 - options.minGain);
+    if (everyRound && (winner == 0 || result.candidates[finalists[f]].final.medianUs <
+                                          result.candidates[winner].final.medianUs))
+      winner = finalists[f];
+  }
   result.defaultTiming = result.candidates[0].final;
-  if (winner != 0 && result.candidates[winner].final.medianUs > result.defaultTiming.medianUs * (1.0 - options.minGain))
-    winner = 0;
   result.best = result.candidates[winner].config;
   result.bestIsDefault = winner == 0;
   result.bestTiming = result.candidates[winner].final;

@@ -124,27 +124,6 @@ double toleranceOf(DType t) {
   }
 }
 
-// Random values like HostTensor::fillRandom, fast for 10^8 elements: runs
-// of one row copied from random offsets of a pool of 2^20 draws.
-void fillRandomFast(HostTensor& t, std::mt19937_64& rng, double lo, double hi) {
-  const int64_t kPool = int64_t{1} << 20;
-  if (t.numel() <= 4 * kPool || t.shape().empty()) {
-    t.fillRandom(rng, lo, hi);
-    return;
-  }
-  HostTensor pool(t.dtype(), {kPool});
-  pool.fillRandom(rng, lo, hi);
-  const int64_t run = std::clamp<int64_t>(t.numel() / t.shape()[0], 1, kPool / 2);
-  const size_t es = static_cast<size_t>(dtypeSize(t.dtype()));
-  auto* dst = static_cast<uint8_t*>(t.data());
-  const auto* src = static_cast<const uint8_t*>(pool.data());
-  for (int64_t i = 0; i < t.numel(); i += run) {
-    int64_t n = std::min(run, t.numel() - i);
-    int64_t off = static_cast<int64_t>(rng() % static_cast<uint64_t>(kPool - n + 1));
-    std::memcpy(dst + i * es, src + off * es, static_cast<size_t>(n) * es);
-  }
-}
-
 // Compares `got` with `want` (element by element, `exact` the fp64 values
 // when the reference evaluator made them): floats within `tol` relative,
 // absolute below 1; NaN where NaN; infinities equal; integers exactly.
@@ -174,7 +153,7 @@ std::optional<std::string> compare(const std::string& output, const HostTensor& 
 
 // The graph's inputs (fresh random values) and outputs on the GPU at the
 // tuning dims, and what candidates are checked against:
-//  - instances of at most 2^22 elements (inputs and outputs together): the
+//  - instances of at most 2^21 elements (inputs and outputs together): the
 //    fp64 reference evaluator's outputs, every element;
 //  - larger ones (beyond what the evaluator does in a second): the
 //    heuristic config's outputs (the first candidate checked, which the
@@ -196,15 +175,50 @@ class Instance {
         scalars_.emplace_back(one.get(0));
         continue;
       }
-      HostTensor t(n.dtype, resolveShape(n.shape, dims));
-      if (isFloat(n.dtype)) fillRandomFast(t, rng, -1.0, 1.0);
-      else fillRandomFast(t, rng, 0.0, 8.0);
-      elements += t.numel();
-      bytes_ += static_cast<double>(t.bytes());
-      buffers_.emplace_back(t.bytes() + 256);
-      if (t.bytes()) buffers_.back().upload(t.data(), t.bytes());
-      views_.emplace_back(buffers_.back().data(), t.dtype(), t.shape());
-      in.tensors.emplace(n.name, std::move(t));
+      std::vector<int64_t> shape = resolveShape(n.shape, dims);
+      int64_t numel = 1;
+      for (int64_t d : shape) numel *= d;
+      const size_t bytes = static_cast<size_t>(numel) * static_cast<size_t>(dtypeSize(n.dtype));
+      elements += numel;
+      bytes_ += static_cast<double>(bytes);
+      buffers_.emplace_back(bytes + 256);
+      views_.emplace_back(buffers_.back().data(), n.dtype, shape);
+      inputNames_.push_back(n.name);
+    }
+    // Small instances: every value drawn on the host (the reference needs
+    // them). Large ones: a pool of random values (an odd count, so rows do
+    // not repeat in step) uploaded once and doubled on the device.
+    for (const GraphOutput& o : g.outputs()) {
+      int64_t numel = 1;
+      for (int64_t d : resolveShape(g.node(o.node).shape, dims)) numel *= d;
+      elements += numel;
+    }
+    const bool small = elements <= (int64_t{1} << 21);
+    for (size_t i = 0; i < inputNames_.size(); ++i) {
+      const TensorView& v = views_[i];
+      const double lo = isFloat(v.dtype) ? -1.0 : 0.0, hi = isFloat(v.dtype) ? 1.0 : 8.0;
+      int64_t numel = 1;
+      for (int64_t d : v.shape) numel *= d;
+      if (numel == 0) continue;
+      const size_t es = static_cast<size_t>(dtypeSize(v.dtype));
+      if (small) {
+        HostTensor t(v.dtype, v.shape);
+        t.fillRandom(rng, lo, hi);
+        buffers_[i].upload(t.data(), t.bytes());
+        in.tensors.emplace(inputNames_[i], std::move(t));
+        continue;
+      }
+      const int64_t pool = std::min<int64_t>(numel, (int64_t{1} << 20) + 77);
+      HostTensor t(v.dtype, {pool});
+      t.fillRandom(rng, lo, hi);
+      buffers_[i].upload(t.data(), t.bytes());
+      const uintptr_t base = reinterpret_cast<uintptr_t>(buffers_[i].data());
+      for (int64_t have = pool; have < numel;) {
+        int64_t n = std::min(have, numel - have);
+        rt::check(rt::driver().memcpyDtoD(base + static_cast<uintptr_t>(have) * es, base, static_cast<size_t>(n) * es),
+                  "cuMemcpyDtoD (tuning inputs)");
+        have += n;
+      }
     }
     firstOut_ = views_.size();
     for (const GraphOutput& o : g.outputs()) {
@@ -212,7 +226,6 @@ class Instance {
       std::vector<int64_t> shape = resolveShape(n.shape, dims);
       int64_t numel = 1;
       for (int64_t d : shape) numel *= d;
-      elements += numel;
       size_t bytes = static_cast<size_t>(numel) * static_cast<size_t>(dtypeSize(n.dtype));
       bytes_ += static_cast<double>(bytes);
       buffers_.emplace_back(bytes + 256);
@@ -220,7 +233,7 @@ class Instance {
       outNames_.push_back(o.name);
     }
     for (const std::string& d : g.dynamicDims()) dimValues_.push_back(dims.at(d));
-    fullReference_ = elements <= (int64_t{1} << 22);
+    fullReference_ = small;
     if (fullReference_) {
       ref_ = evaluate(g, in);
     } else {
@@ -309,7 +322,7 @@ class Instance {
   std::vector<TensorView> views_;
   std::vector<int64_t> dimValues_;
   std::vector<ScalarArg> scalars_;
-  std::vector<std::string> outNames_;
+  std::vector<std::string> outNames_, inputNames_;
   size_t firstOut_ = 0;
   double bytes_ = 0;
   bool fullReference_ = true;

@@ -13,10 +13,12 @@
 //  3. check each survivor against the reference (the check hook); a wrong
 //     candidate is dropped with a warning on stderr naming its config;
 //  4. time each survivor briefly (quickIters runs), then time the best few
-//     and the default again, interleaved, with finalIters runs each;
-//  5. the fastest by median wins, but the default (the first candidate, the
-//     heuristic's choice) is kept unless the winner is at least minGain
-//     faster: a tuned config is never a noisy step backwards.
+//     and the default again in finalRounds rounds, interleaved (finalIters
+//     runs each in all);
+//  5. the default (the first candidate, the heuristic's choice) is kept
+//     unless a finalist was at least minGain faster than it in every round;
+//     among those, the fastest (by its best round's median) wins: a tuned
+//     config is never a noisy step backwards.
 #pragma once
 
 #include <functional>
@@ -82,6 +84,7 @@ struct SearchOptions {
   int quickIters = 10;
   int finalIters = 40;
   int finalists = 3;       // besides the default
+  int finalRounds = 3;
   double minGain = 0.01;   // 1%
   ResourceLimits limits;
   std::string kernelName;  // for messages
