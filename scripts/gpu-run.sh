@@ -18,8 +18,9 @@
 #                 tuned kernel next to the heuristic's (database in
 #                 $OUT/tuning-bench-*.json)
 #   tuning stage  lesson 3 (tune offline, then the application in a second
-#                 process), and `kiln-tune tune` over examples/graphs/
-#                 tune.manifest (database in $OUT/kiln-tune.json)
+#                 process), `kiln-tune tune` over examples/graphs/
+#                 tune.manifest (database in $OUT/kiln-tune.json), and
+#                 bench_warm_start (graph to launchable kernel from the cache)
 #
 # Time: the device call allows 600 s, so every step runs under `timeout`:
 # each stage has a cap (KILN_TIMEOUT_TESTS 150 s, KILN_TIMEOUT_BENCH 200 s,
@@ -101,6 +102,7 @@ if [[ " $STAGES " == *" tuning "* ]]; then
     | tee "$OUTDIR/kiln-tune.log" | tee -a "$LOG"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   "$K/bin/kiln-tune" show "$OUTDIR/kiln-tune.json" 2>&1 | tee -a "$LOG"
+  bounded "$K/bin/bench_warm_start" 12 2>&1 | tee "$OUTDIR/warm-start.log" | tee -a "$LOG"
 fi
 if [[ " $STAGES " == *" bench "* ]]; then
   stage_begin "${KILN_TIMEOUT_BENCH:-200}"

@@ -164,6 +164,9 @@ TEST_CASE("tuning: the second process", "[.tuning-second-process]") {
     o.dims = {{"R", c.rows}};
     Kernel k = compile(c.graph, o);
     CHECK_THAT(k.explain(), Catch::Contains("from the tuning database"));
+    // From the disk cache, or from this process's registry when two cases
+    // came out as the same graph with the same tuned config.
+    CHECK((k.compiled().kernels[0].cache == "hit"));
     Buffers b(c);
     b.launch(k);
   }
@@ -177,5 +180,5 @@ TEST_CASE("tuning: the second process", "[.tuning-second-process]") {
   CHECK(s.candidatesBenchmarked == 0);
   CHECK(s.kernelsTuned == 0);
   CHECK(s.tuningHits == cases.size());
-  CHECK(s.kernelsFromDiskCache == cases.size());
+  CHECK(s.kernelsFromDiskCache >= 1);
 }

@@ -57,6 +57,8 @@ Commands:
                     --iters N: timed runs per finalist (default 40).
                     --gpus N: workers, one per GPU (default: every visible
                       GPU; each worker is a process of its own).
+                    --verbose: every candidate's status and times (also
+                      KILN_TUNE_VERBOSE=1 in any program that tunes).
   --help            this text.
 
 Files are JSON, {"kiln_tuning_db": 1, "entries": [...]}; see docs/tuning.md.
@@ -248,6 +250,7 @@ int cmdTune(const std::vector<std::string>& args) {
     else if (a == "--manifest") manifests.push_back(value(i));
     else if (a == "-o") out = value(i);
     else if (a == "--if-missing") ifMissing = true;
+    else if (a == "--verbose") setenv("KILN_TUNE_VERBOSE", "1", 1);
     else if (a == "--iters") iters = integer(a, value(i));
     else if (a == "--gpus") gpus = integer(a, value(i));
     else if (a == "--shard") {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -126,9 +127,9 @@ double toleranceOf(DType t) {
 
 // Compares `got` with `want` (element by element, `exact` the fp64 values
 // when the reference evaluator made them): floats within `tol` relative,
-// absolute below 1; NaN where NaN; infinities equal; integers exactly.
+// absolute below `floor`; NaN where NaN; infinities equal; integers exactly.
 std::optional<std::string> compare(const std::string& output, const HostTensor& got, const HostTensor& want,
-                                   const std::vector<double>* exact, double tol, int64_t firstIndex) {
+                                   const std::vector<double>* exact, double tol, double floor, int64_t firstIndex) {
   int64_t bad = 0, first = -1;
   double firstGot = 0, firstWant = 0;
   for (int64_t e = 0; e < got.numel(); ++e) {
@@ -138,7 +139,7 @@ std::optional<std::string> compare(const std::string& output, const HostTensor& 
     if (std::isnan(w)) ok = std::isnan(h);
     else if (std::isinf(w)) ok = h == w || (got.dtype() != DType::F32 && std::isinf(h));
     else if (!isFloat(got.dtype())) ok = h == w;
-    else ok = std::fabs(h - w) <= tol * std::max(1.0, std::fabs(w));
+    else ok = std::fabs(h - w) <= tol * std::max(floor, std::fabs(w));
     if (!ok && bad++ == 0) {
       first = e;
       firstGot = h;
@@ -165,7 +166,7 @@ class Instance {
     std::mt19937_64 rng(std::random_device{}());
     EvalInputs in;
     in.dims = dims;
-    int64_t elements = 0;
+    int64_t elements = 0, maxInput = 0;
     for (int id : g.params()) {
       const Node& n = g.node(id);
       if (n.op != Op::Input) {
@@ -184,6 +185,7 @@ class Instance {
       buffers_.emplace_back(bytes + 256);
       views_.emplace_back(buffers_.back().data(), n.dtype, shape);
       inputNames_.push_back(n.name);
+      maxInput = std::max(maxInput, numel);
     }
     // Small instances: every value drawn on the host (the reference needs
     // them). Large ones: a pool of random values (an odd count, so rows do
@@ -231,6 +233,12 @@ class Instance {
       buffers_.emplace_back(bytes + 256);
       views_.emplace_back(buffers_.back().data(), n.dtype, shape);
       outNames_.push_back(o.name);
+      // An output with fewer elements than the largest input reduces about
+      // L = that ratio values into each: rounding in another order moves it
+      // by ~sqrt(L) ulps of the values summed, so the absolute floor of its
+      // tolerance grows with sqrt(L) (1 for elementwise outputs).
+      double ratio = numel > 0 ? static_cast<double>(maxInput) / static_cast<double>(numel) : 1.0;
+      floors_.push_back(std::max(1.0, std::sqrt(ratio)));
     }
     for (const std::string& d : g.dynamicDims()) dimValues_.push_back(dims.at(d));
     fullReference_ = small;
@@ -271,7 +279,8 @@ class Instance {
       if (fullReference_) {
         HostTensor got(v.dtype, v.shape);
         if (got.bytes()) b.download(got.data(), got.bytes());
-        if (auto bad = compare(outNames_[o], got, ref_[o].value, &ref_[o].exact, toleranceOf(v.dtype), 0)) return bad;
+        if (auto bad = compare(outNames_[o], got, ref_[o].value, &ref_[o].exact, toleranceOf(v.dtype), floors_[o], 0))
+          return bad;
         continue;
       }
       const size_t es = static_cast<size_t>(dtypeSize(v.dtype));
@@ -287,7 +296,7 @@ class Instance {
       }
       for (size_t c = 0; c < got.size(); ++c)
         if (auto bad = compare(outNames_[o], got[c], defaultChunks_[o][c], nullptr, 2 * toleranceOf(v.dtype),
-                               chunks_[o][c].first))
+                               floors_[o], chunks_[o][c].first))
           return *bad + " (against the heuristic config's output)";
     }
     return std::nullopt;
@@ -323,6 +332,7 @@ class Instance {
   std::vector<int64_t> dimValues_;
   std::vector<ScalarArg> scalars_;
   std::vector<std::string> outNames_, inputNames_;
+  std::vector<double> floors_;  // per output: the absolute floor of its tolerance
   size_t firstOut_ = 0;
   double bytes_ = 0;
   bool fullReference_ = true;
@@ -455,6 +465,15 @@ std::vector<std::string> resolveTuning(const Graph& graph, const CompileOptions&
     if (props.regsPerSM > 0) so.limits.registersPerSm = props.regsPerSM;
     if (props.sharedPerBlockOptin > 0) so.limits.sharedBytesPerBlock = props.sharedPerBlockOptin;
     tune::SearchResult r = tune::search(info.space, info.index, hooks, so);
+    if (const char* v = std::getenv("KILN_TUNE_VERBOSE"); v && *v && std::string(v) != "0") {
+      // Every candidate: what happened to it and its times (a sweep for free).
+      std::fprintf(stderr, "kiln: tune: %s (%s, %s): %zu candidates\n", info.name.c_str(), info.schedule.c_str(),
+                   bucket.empty() ? "static shape" : bucket.c_str(), r.candidates.size());
+      for (const tune::Candidate& c : r.candidates)
+        std::fprintf(stderr, "  %-13s %3d regs  quick %9.2f us  final %9.2f us  %s%s%s%s\n", tune::statusName(c.status),
+                     c.registers, c.quick.medianUs, c.final.medianUs, c.config.c_str(), c.config == r.best ? "  <- chosen" : "",
+                     c.why.empty() ? "" : "  ", c.why.c_str());
+    }
     ++counters().tuned;
     counters().benchmarked += static_cast<uint64_t>(r.benchmarked);
 
