@@ -1064,7 +1064,18 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   rowBytes = std::max(rowBytes, 2);
   auto valuesPerThread = [&](int64_t t) { return (N + t * c.vector - 1) / (t * c.vector) * c.vector; };
   auto fits = [&](int64_t t) { return valuesPerThread(t) <= 64 && valuesPerThread(t) * rowBytes <= 256; };
-  int64_t T = std::clamp<int64_t>(nextPow2((N + 2 * c.vector - 1) / (2 * c.vector)), 1, 512);
+  // A variance (layernorm) wants about four vectors per thread: its two
+  // dependent block reductions and the pass between them cost more with
+  // more threads. Measured on the H200 (2026-11-30, tuner sweeps in
+  // bench/results/2026-11-30-tuning): layernorm 32768x4096 f32 262.9 us
+  // with 256 threads vs 327.7 with 512, bf16 133.2 (128) vs 143.5 (256);
+  // softmax and rmsnorm keep two vectors (f32 softmax 256.7 us with 512
+  // threads vs ~263 with 256).
+  bool variance = false;
+  for (int id = 0; id < g.numNodes(); ++id)
+    variance = variance || g.node(id).op == Op::Var || g.node(id).op == Op::Std;
+  const int64_t perThread = (variance ? 4 : 2) * c.vector;
+  int64_t T = std::clamp<int64_t>(nextPow2((N + perThread - 1) / perThread), 1, 512);
   if (!fits(T) && fits(1024)) T = 1024;
   c.persistent = fits(T);
   if (!c.persistent) T = 512;
