@@ -118,9 +118,11 @@ TEST_CASE("tuning: softmax and gelu(x + b) at two shapes each, never slower than
                 static_cast<unsigned long long>(stats().candidatesBenchmarked - before.candidatesBenchmarked),
                 heuristic.compiled().kernels[0].config.c_str(), heurUs, tuned.compiled().kernels[0].config.c_str(),
                 tunedUs, heurUs / tunedUs);
-    // Never slower: within the run-to-run noise of this measurement (2%, and
-    // 0.2 us for kernels of a few microseconds, where one event tick is 0.5).
-    CHECK(tunedUs <= std::max(heurUs * 1.02, heurUs + 0.2));
+    // Never slower: the same config is the same kernel (two timings of it
+    // differed by up to 0.45 us at 5 us on the H200: noise); another config
+    // must be within this measurement's noise, 2% or 0.5 us (one event tick).
+    if (tuned.compiled().kernels[0].config != heuristic.compiled().kernels[0].config)
+      CHECK(tunedUs <= std::max(heurUs * 1.02, heurUs + 0.5));
   }
   REQUIRE(fs::exists(dbFile));
   REQUIRE(tune::readTuningFile(dbFile).size() == cases.size());
