@@ -186,10 +186,12 @@ int main(int argc, char** argv) {
   try {
     if (mode == "tune") return tuneOffline(dir);
     if (mode == "app") return runApp(dir);
-    // Both: a fresh directory, tune here, then the application in a process
-    // of its own (a real first run: nothing in memory).
+    // Both: start from nothing (only what this lesson writes is removed),
+    // tune, then the application in a process of its own (a real first run:
+    // nothing in memory).
     std::error_code ec;
-    fs::remove_all(dir, ec);
+    fs::remove(dir / "tuning.json", ec);
+    fs::remove_all(dir / "kernels", ec);
     if (int rc = tuneOffline(dir)) return rc;
     std::printf("\n-- the application, first run, in a new process\n");
     std::fflush(stdout);

@@ -9,3 +9,5 @@ echo
 "${KILN_BUILD_DIR:-build}"/examples/lesson_01_bias_gelu
 echo
 "${KILN_BUILD_DIR:-build}"/examples/lesson_02_row_reductions
+echo
+"${KILN_BUILD_DIR:-build}"/examples/lesson_03_tuning "${KILN_BUILD_DIR:-build}/lesson3-ship"

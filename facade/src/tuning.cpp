@@ -245,6 +245,35 @@ class Instance {
     if (fullReference_) {
       ref_ = evaluate(g, in);
     } else {
+      // The compiled kernel takes its dynamic dims at launch: the same
+      // candidate also runs on a small instance (the dims halved until it
+      // holds at most 2^21 elements) checked against the reference.
+      DimBindings few = dims;
+      auto total = [&](const DimBindings& d) {
+        int64_t n = 0;
+        for (int id : g.params())
+          if (g.node(id).op == Op::Input) {
+            int64_t e = 1;
+            for (int64_t x : resolveShape(g.node(id).shape, d)) e *= x;
+            n += e;
+          }
+        for (const GraphOutput& o : g.outputs()) {
+          int64_t e = 1;
+          for (int64_t x : resolveShape(g.node(o.node).shape, d)) e *= x;
+          n += e;
+        }
+        return n;
+      };
+      bool shrunk = true;
+      while (total(few) > (int64_t{1} << 21) && shrunk) {
+        shrunk = false;
+        for (auto& [name, v] : few)
+          if (v > 1) {
+            v = (v + 1) / 2;
+            shrunk = true;
+          }
+      }
+      if (!few.empty() && total(few) <= (int64_t{1} << 21)) small_ = std::make_unique<Instance>(g, few, co);
       // Chunks of 16 KiB (or the whole output when smaller), at the same
       // places for every candidate.
       for (size_t o = 0; o < outNames_.size(); ++o) {
@@ -267,9 +296,17 @@ class Instance {
   }
 
   double bytes() const { return bytes_; }
-  bool fullReference() const { return fullReference_; }
+  // How candidates are checked, for explain().
+  std::string checkedHow() const {
+    if (fullReference_) return "";
+    return small_ ? "; candidates checked against the reference on a small instance and against the heuristic's "
+                    "output at full size"
+                  : "; candidates checked against the heuristic's output";
+  }
 
   std::optional<std::string> check(const compiler::CompiledGraph& cg) {
+    if (small_)
+      if (auto bad = small_->check(cg)) return *bad + " (on the small instance " + small_->describeDims() + ")";
     Kernel k = kernelFor(cg);
     for (size_t o = 0; o < outNames_.size(); ++o) buffers_[firstOut_ + o].poison();
     launch(k);
@@ -313,6 +350,13 @@ class Instance {
   }
 
  private:
+  std::string describeDims() const {
+    std::string out;
+    size_t i = 0;
+    for (const std::string& d : g_.dynamicDims()) out += (out.empty() ? "" : ", ") + d + "=" + std::to_string(dimValues_[i++]);
+    return out;
+  }
+
   Kernel kernelFor(const compiler::CompiledGraph& cg) {
     auto it = kernels_.find(&cg);
     if (it != kernels_.end()) return it->second;
@@ -340,6 +384,7 @@ class Instance {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> chunks_;
   std::vector<std::vector<HostTensor>> defaultChunks_;
   std::map<const compiler::CompiledGraph*, Kernel> kernels_;
+  std::unique_ptr<Instance> small_;  // the small instance checked against the reference
 };
 
 std::string fmtUs(double us) {
@@ -499,7 +544,7 @@ std::vector<std::string> resolveTuning(const Graph& graph, const CompileOptions&
     note = "tuned now: " + fmtUs(r.bestTiming.medianUs) + " us (heuristic " + fmtUs(r.defaultTiming.medianUs) +
            " us), " + std::to_string(r.benchmarked) + " of " + std::to_string(r.candidates.size()) +
            " candidates timed in " + fmtUs(r.wallMs / 1000) + " s" + (r.bestIsDefault ? "; the heuristic's config kept" : "") +
-           (instance->fullReference() ? "" : "; candidates checked against the heuristic's output");
+           instance->checkedHow();
   }
   if (useMemo) memo()[key] = Resolved{chosen, notes};
   return notes;
