@@ -20,12 +20,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kiln/kiln.h"
 #include "kiln/runtime/device.h"
+#include "kiln/runtime/driver.h"
 #include "kiln/runtime/module.h"
 
 extern char** environ;
@@ -60,14 +62,36 @@ double msSince(std::chrono::steady_clock::time_point t) {
 // in a process of their own.
 int breakdown() {
   std::vector<Graph> gs = graphs(2);
-  if (rt::driverAvailable()) rt::DeviceBuffer warm(16);
+  if (rt::driverAvailable()) {
+    rt::DeviceBuffer warm(16);
+    // The device queries, one by one, the first time in this process.
+    const rt::Driver& d = rt::driver();
+    CUdevice dev = 0;
+    rt::check(d.ctxGetDevice(&dev), "cuCtxGetDevice");
+    auto time = [](const char* what, const std::function<void()>& fn) {
+      auto t = std::chrono::steady_clock::now();
+      fn();
+      std::printf("breakdown: %-40s %.3f ms\n", what, msSince(t));
+    };
+    time("Device::basics (cc, SM count)", [] { rt::Device::current().basics(); });
+    char name[256] = {};
+    time("cuDeviceGetName", [&] { d.deviceGetName(name, sizeof(name) - 1, dev); });
+    size_t mem = 0;
+    time("cuDeviceTotalMem", [&] { d.deviceTotalMem(&mem, dev); });
+    int v = 0;
+    time("cuDeviceGetAttribute(CLOCK_RATE)", [&] { d.deviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev); });
+    time("cuDeviceGetAttribute(MEMORY_CLOCK_RATE)",
+         [&] { d.deviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev); });
+    time("cuDeviceGetAttribute(L2_CACHE_SIZE)", [&] { d.deviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev); });
+    time("Device::properties (the rest)", [] { rt::Device::current().properties(); });
+  }
   for (int i = 0; i < 2; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     compiler::CompileOptions co;
     co.variants = compiler::EntryVariants::VectorOnly;
     if (rt::driverAvailable()) {
-      co.chip = rt::Device::current().properties().arch();
-      co.smCount = rt::Device::current().properties().smCount;
+      co.chip = rt::Device::current().basics().arch();
+      co.smCount = rt::Device::current().basics().smCount;
     }
     double propsMs = msSince(t0);
     auto t1 = std::chrono::steady_clock::now();

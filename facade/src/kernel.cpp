@@ -391,7 +391,7 @@ std::string indent(const std::string& text, const std::string& prefix) {
 
 Kernel compile(const Graph& graph, const CompileOptions& options) {
   std::string chip = options.chip;
-  if (chip.empty()) chip = rt::driverAvailable() ? rt::Device::current().properties().arch() : "sm_90";
+  if (chip.empty()) chip = rt::driverAvailable() ? rt::Device::current().basics().arch() : "sm_90";
   compiler::CompileOptions co = detail::compilerOptions(options, chip);
   std::vector<std::string> tuningNotes;
   if (options.tune != CompileOptions::Tune::Off) tuningNotes = detail::resolveTuning(graph, options, co);
@@ -426,7 +426,7 @@ compiler::CompileOptions compilerOptions(const CompileOptions& options, const st
   co.configOverride = options.configOverride;
   co.rowConfigOverride = options.rowConfigOverride;
   co.variants = compiler::EntryVariants::VectorOnly;
-  if (rt::driverAvailable()) co.smCount = rt::Device::current().properties().smCount;
+  if (rt::driverAvailable()) co.smCount = rt::Device::current().basics().smCount;
   return co;
 }
 

@@ -16,6 +16,8 @@ struct DeviceEntry {
   CUdevice handle = 0;
   std::once_flag propsOnce;
   DeviceProperties props;
+  std::once_flag basicsOnce;
+  Device::Basics basics;
   std::once_flag primaryOnce;
   CUcontext primary = nullptr;
 };
@@ -130,6 +132,20 @@ const DeviceProperties& Device::properties() const {
   DeviceEntry& e = DeviceRegistry::get().entry(ordinal_);
   std::call_once(e.propsOnce, [&] { e.props = readProperties(ordinal_, e.handle); });
   return e.props;
+}
+
+const Device::Basics& Device::basics() const {
+  DeviceEntry& e = DeviceRegistry::get().entry(ordinal_);
+  std::call_once(e.basicsOnce, [&] {
+    const Driver& d = driver();
+    e.basics.ccMajor = attribute(d, e.handle, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                 "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR");
+    e.basics.ccMinor = attribute(d, e.handle, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                 "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR");
+    e.basics.smCount = attribute(d, e.handle, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                 "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT");
+  });
+  return e.basics;
 }
 
 CUcontext Device::primaryContext() const {

@@ -56,8 +56,17 @@ class Device {
   static int count();
 
   int ordinal() const { return ordinal_; }
-  // Cached after the first call for each device.
+  // Cached after the first call for each device. The first call queries
+  // two dozen attributes, the name and the memory size (0.9 ms on an H200
+  // with driver 580); what a compile needs comes cheaper from basics().
   const DeviceProperties& properties() const;
+  // The compute capability and SM count only (three attribute queries,
+  // cached): what kiln::compile needs to pick a target and a grid.
+  struct Basics {
+    int ccMajor = 0, ccMinor = 0, smCount = 0;
+    std::string arch() const { return "sm_" + std::to_string(ccMajor * 10 + ccMinor); }
+  };
+  const Basics& basics() const;
   // This device's primary context, retained on first use and kept for the
   // life of the process (releasing it from a static destructor would race
   // the driver's own teardown at exit).
