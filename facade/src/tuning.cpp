@@ -98,8 +98,8 @@ bool hasEntries(const tune::TuningDatabase& db) {
 }
 
 tune::DeviceKey currentDeviceKey() {
-  const rt::DeviceProperties& p = rt::Device::current().properties();
-  return tune::DeviceKey{p.name, p.ccMajor, p.ccMinor, p.smCount};
+  const rt::Device::Basics& b = rt::Device::current().basics();
+  return tune::DeviceKey{b.name, b.ccMajor, b.ccMinor, b.smCount};
 }
 
 // Resolved configs by (database, device, mode, options, graph): a warm

@@ -138,6 +138,9 @@ const Device::Basics& Device::basics() const {
   DeviceEntry& e = DeviceRegistry::get().entry(ordinal_);
   std::call_once(e.basicsOnce, [&] {
     const Driver& d = driver();
+    char name[256] = {};
+    check(d.deviceGetName(name, sizeof(name) - 1, e.handle), "cuDeviceGetName");
+    e.basics.name = name;
     e.basics.ccMajor = attribute(d, e.handle, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
                                  "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR");
     e.basics.ccMinor = attribute(d, e.handle, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,

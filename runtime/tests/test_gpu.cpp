@@ -63,6 +63,13 @@ TEST_CASE("the device reports sane properties", "[gpu]") {
   CHECK(p.l2Bytes > 0);
   CHECK(p.totalMemBytes > 0);
   CHECK(&Device::get(dev.ordinal()).properties() == &p);  // cached
+  // The cheap subset agrees with the full query.
+  const Device::Basics& b = dev.basics();
+  CHECK(b.name == p.name);
+  CHECK(b.ccMajor == p.ccMajor);
+  CHECK(b.ccMinor == p.ccMinor);
+  CHECK(b.smCount == p.smCount);
+  CHECK(b.arch() == p.arch());
   CHECK_THROWS_WITH(Device::get(Device::count()), Contains("no CUDA device"));
 }
 
