@@ -115,6 +115,7 @@ SearchResult search(const std::vector<std::string>& space, int kernelIndex, cons
   for (size_t i = 0; i < space.size(); ++i) {
     Candidate& c = result.candidates[i];
     if (!built[i]) continue;
+    if (hooks.complete) hooks.complete(*built[i]);
     const auto& ks = built[i]->kernels;
     if (static_cast<size_t>(kernelIndex) < ks.size())
       for (const compiler::ResourceReport& r : ks[static_cast<size_t>(kernelIndex)].resources) {

@@ -20,6 +20,7 @@
 #include "kiln/runtime/device_buffer.h"
 #include "kiln/runtime/disk_cache.h"
 #include "kiln/runtime/driver.h"
+#include "kiln/runtime/module.h"
 #include "kiln/runtime/timing.h"
 #include "kiln_version.h"
 
@@ -387,6 +388,36 @@ class Instance {
   std::unique_ptr<Instance> small_;  // the small instance checked against the reference
 };
 
+// An entry without a resource report (or one saying 0 registers: seen on
+// the H200 machine for compiles in a process that tunes, cause not found)
+// gets one from the driver: registers, local memory per thread (as stack:
+// the driver does not tell spills from stack, so a spilling candidate is
+// not pruned but timed, and loses) and static shared memory.
+void fillMissingResources(compiler::CompiledGraph& cg) {
+  for (compiler::CompiledKernel& k : cg.kernels) {
+    bool missing = false;
+    for (const compiler::KernelEntry& e : k.entries) {
+      auto it = std::find_if(k.resources.begin(), k.resources.end(),
+                             [&](const compiler::ResourceReport& r) { return r.kernel == e.name; });
+      missing = missing || it == k.resources.end() || it->registers == 0;
+    }
+    if (!missing || k.cubin.empty()) continue;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(k.cubin.data());
+    rt::Module m = rt::Module::load(std::span<const uint8_t>(bytes, k.cubin.size()), k.name);
+    std::vector<compiler::ResourceReport> reports;
+    for (const compiler::KernelEntry& e : k.entries) {
+      rt::Function f = m.function(e.name);
+      compiler::ResourceReport r;
+      r.kernel = e.name;
+      r.registers = f.numRegisters();
+      r.stackBytes = f.localBytes();
+      r.sharedBytes = f.staticSharedBytes();
+      reports.push_back(r);
+    }
+    k.resources = std::move(reports);
+  }
+}
+
 std::string fmtUs(double us) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", us);
@@ -496,6 +527,7 @@ std::vector<std::string> resolveTuning(const Graph& graph, const CompileOptions&
       c.keepText = false;
       return countedCompile(graph, c);
     };
+    hooks.complete = fillMissingResources;
     hooks.check = [&](const compiler::CompiledGraph& cg) { return instance->check(cg); };
     hooks.time = [&](const compiler::CompiledGraph& cg, int iters) { return instance->time(cg, iters); };
     hooks.progress = [&](const tune::Progress& p) {

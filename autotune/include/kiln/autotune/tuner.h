@@ -69,6 +69,10 @@ struct SearchHooks {
   // Compiles the graph with `config` for the tuned kernel. Called from
   // several threads at once. Throws kiln::Error on failure.
   std::function<compiler::CompiledGraph(const std::string& config)> compile;
+  // Optional: called on the searching thread for every compiled candidate
+  // before pruning, to complete what the compile could not report (the
+  // facade fills missing resource reports from the driver).
+  std::function<void(compiler::CompiledGraph&)> complete;
   // Runs the candidate on the check instance: nullopt when right, else what
   // is wrong. May throw (a launch failure: the candidate is dropped).
   std::function<std::optional<std::string>(const compiler::CompiledGraph&)> check;
