@@ -12,12 +12,13 @@
 namespace kiln::cli {
 
 const char* kCompileHelp =
-    "usage: kiln compile FILE [--dim NAME=VALUE]... [--emit=graph|mlir|ptx|cubin] [-o OUT]\n"
+    "usage: kiln compile FILE [--dim NAME=VALUE]... [--emit=graph|mlir|cuda|ptx|cubin] [-o OUT]\n"
     "       kiln compile FILE [--dim NAME=VALUE]... --json\n"
     "\n"
     "Compiles a graph file (.kiln) to GPU kernels and prints one stage:\n"
     "  --emit=graph   the canonical graph the compiler sees (after --dim)\n"
     "  --emit=mlir    the MLIR each kernel is emitted as\n"
+    "  --emit=cuda    the CUDA C++ of each matmul kernel (what NVRTC compiles)\n"
     "  --emit=ptx     the PTX (MLIR's NVVM target, libdevice linked)\n"
     "  --emit=cubin   the cubin (binary: use -o)\n"
     "  --json         one JSON object: \"kernels\" (in launch order; per kernel\n"
@@ -66,8 +67,8 @@ int runCompile(int argc, char** argv) {
   g = bindDims(g, bind);
 
   std::string emit = a.get("emit").value_or(a.has("json") ? "" : "ptx");
-  if (!emit.empty() && emit != "graph" && emit != "mlir" && emit != "ptx" && emit != "cubin")
-    throw Error("kiln: --emit=" + emit + ": expected graph, mlir, ptx or cubin");
+  if (!emit.empty() && emit != "graph" && emit != "mlir" && emit != "cuda" && emit != "ptx" && emit != "cubin")
+    throw Error("kiln: --emit=" + emit + ": expected graph, mlir, cuda, ptx or cubin");
 
   std::string out;
   if (emit == "graph") {
@@ -116,6 +117,7 @@ int runCompile(int argc, char** argv) {
     } else {
       for (const compiler::CompiledKernel& k : cg.kernels) {
         if (emit == "mlir") out += k.mlir;
+        else if (emit == "cuda") out += k.source;
         else if (emit == "ptx") out += k.ptx;
         else out.append(k.cubin.begin(), k.cubin.end());
       }

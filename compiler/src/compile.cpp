@@ -1,7 +1,7 @@
 // The compile pipeline, one short list of stages per kernel:
 //   plan (kernels, planner.h) → heuristic config → emit MLIR text → parse →
 //   lower to PTX (MLIR NVVM target, libdevice) → cubin (ptxas child process)
-// KILN_DUMP=graph,mlir,ptx[,all] prints those stages of every kernel compiled
+// KILN_DUMP=graph,mlir,cuda,ptx[,all] prints those stages of every kernel compiled
 // by a running program to stderr.
 #include <algorithm>
 #include <cctype>
@@ -18,6 +18,9 @@
 
 #include "kiln/compiler/compile.h"
 #include "kiln/dsl/text.h"
+#include "kiln/compiler/nvrtc.h"
+#include "config_override.h"
+#include "matmul.h"
 #include "planner.h"
 #include "pointwise.h"
 #include "row_reduction.h"
@@ -73,7 +76,10 @@ void lowerKernel(const std::string& name, std::string mlir, const CompileOptions
 }
 
 std::string kernelName(const KernelPlan& kp, size_t i) {
-  return (kp.kind == KernelPlan::Kind::Pointwise ? "kiln_pointwise" : "kiln_row") + std::to_string(i);
+  const char* base = kp.kind == KernelPlan::Kind::Pointwise ? "kiln_pointwise"
+                     : kp.kind == KernelPlan::Kind::Matmul  ? "kiln_matmul"
+                                                            : "kiln_row";
+  return base + std::to_string(i);
 }
 
 PointwiseGroup pointwiseGroupOf(const KernelPlan& kp) {
@@ -107,6 +113,57 @@ RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long 
   return cfg;
 }
 
+// The matmul kernel: generated CUDA C++ → PTX (NVRTC) → cubin (the ptxas
+// executable, a child process: a crash there cannot take the caller down).
+CompiledKernel buildMatmul(const KernelPlan& kp, const std::string& name, const CompileOptions& options, size_t i) {
+  auto t0 = Clock::now();
+  MatmulConfig cfg = matmulHeuristic(kp.graph);
+  if (auto it = options.kernelConfigs.find(static_cast<int>(i)); it != options.kernelConfigs.end())
+    applyIntegerOverrides(it->second, "matmul", "block_m, block_n: 128; block_k: a multiple of 16; threads: 256",
+                          [&](const std::string& key, int64_t v) {
+                            if (key == "block_m") cfg.blockM = static_cast<int>(v);
+                            else if (key == "block_n") cfg.blockN = static_cast<int>(v);
+                            else if (key == "block_k" && v >= 16 && v <= 128) cfg.blockK = static_cast<int>(v);
+                            else if (key == "threads") cfg.threads = static_cast<int>(v);
+                            else return false;
+                            return true;
+                          });
+  const std::string digits = options.chip.size() > 3 ? options.chip.substr(3) : "";
+  int sm = 0;
+  for (char c : digits)
+    if (std::isdigit(static_cast<unsigned char>(c))) sm = sm * 10 + (c - '0');
+    else break;
+  const DType t = kp.graph.node(kp.graph.outputs()[0].node).dtype;
+  if ((t == DType::BF16 || t == DType::F16) && sm < 80)
+    throw Error("kiln: compile: matmul of " + std::string(dtypeName(t)) + " needs tensor cores with mma.sync (sm_80 or "
+                "later); the target is " + options.chip);
+  MatmulKernel mk = emitMatmul(kp.graph, cfg, name);
+  CompiledKernel k = std::move(mk.kernel);
+  k.stages.push_back({"emit", msSince(t0)});
+  dump("cuda", name, mk.source);
+  CudaCompileOptions no;
+  no.arch = "compute_" + digits;
+  no.cudaHome = options.cudaHome;
+  no.name = name + ".cu";
+  CudaToPtxResult ptx = cudaToPtx(mk.source, no);
+  k.stages.push_back({"nvrtc", ptx.ms});
+  dump("ptx", name, ptx.ptx);
+  CubinOptions co;
+  co.route = options.route == CubinRoute::NvJitLink ? CubinRoute::NvJitLink : CubinRoute::Ptxas;
+  co.cudaHome = options.cudaHome;
+  CubinResult cubin = ptxToCubin(ptx.ptx, options.chip, co);
+  for (const StageTime& s : cubin.stages) k.stages.push_back(s);
+  k.cubin = std::move(cubin.cubin);
+  for (const KernelEntry& e : k.entries)
+    if (const ResourceReport* r = cubin.kernel(e.name)) k.resources.push_back(*r);
+  if (options.keepText) {
+    k.source = std::move(mk.source);
+    k.ptx = std::move(ptx.ptx);
+  }
+  k.compileMs = msSince(t0);
+  return k;
+}
+
 }  // namespace
 
 std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileOptions& options) {
@@ -118,7 +175,14 @@ std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileO
     info.index = static_cast<int>(i);
     info.name = kernelName(kp, i);
     for (const std::string& d : kp.graph.dynamicDims()) info.dims.push_back(d);
-    if (kp.kind == KernelPlan::Kind::Pointwise) {
+    if (kp.kind == KernelPlan::Kind::Matmul) {
+      // One config for now (the portable mma.sync kernel); the Hopper
+      // kernel brings the space.
+      info.schedule = "matmul";
+      info.scheduleVersion = kMatmulScheduleVersion;
+      info.defaultConfig = matmulHeuristic(kp.graph).json();
+      info.space = {info.defaultConfig};
+    } else if (kp.kind == KernelPlan::Kind::Pointwise) {
       info.schedule = "pointwise";
       info.scheduleVersion = kPointwiseScheduleVersion;
       PointwiseGroup group = pointwiseGroupOf(kp);
@@ -188,7 +252,11 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     auto perKernel = options.kernelConfigs.find(static_cast<int>(i));
     const bool given = perKernel != options.kernelConfigs.end();
     CompiledKernel k;
-    if (kp.kind == KernelPlan::Kind::Pointwise) {
+    if (kp.kind == KernelPlan::Kind::Matmul) {
+      k = buildMatmul(kp, name, options, i);
+      k.why = kp.why;
+      k.stages.insert(k.stages.begin(), StageTime{"plan", planMs / numKernels});
+    } else if (kp.kind == KernelPlan::Kind::Pointwise) {
       PointwiseGroup group = pointwiseGroupOf(kp);
       PointwiseConfig cfg = pointwiseConfigOf(kp, group, options, i);
       PointwiseKernel pk = emitPointwise(kp.graph, group, cfg, name, options.variants);

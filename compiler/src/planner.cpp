@@ -152,6 +152,7 @@ class Planner {
   Plan run();
 
  private:
+  Plan matmulOnly();
   const std::set<int>& coneGroups(int id);
   bool fits(int id, int kernel) const;
   int ownerFor(int id, bool isOutput);
@@ -342,12 +343,8 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
 
 Plan Planner::run() {
   if (g_.outputs().empty()) throw Error("kiln: compile: the graph has no outputs; mark results with Graph::output");
-  for (int id : order_) {
-    const Node& n = g_.node(id);
-    if (n.op == Op::Matmul)
-      throw Error("kiln: compile: the graph uses 'matmul' (" + typeToString(n.dtype, n.shape) +
-                  "), which no schedule compiles yet: the matmul schedule comes with its own issue");
-  }
+  for (int id : order_)
+    if (g_.node(id).op == Op::Matmul) return matmulOnly();
   // 1. Row groups, in topological order of their first reduction.
   for (int id : order_) {
     const Node& n = g_.node(id);
@@ -500,6 +497,43 @@ Plan Planner::run() {
 }
 
 }  // namespace
+
+// A graph with a matmul compiles today when it is the matmul alone: inputs
+// -> matmul -> one output. Everything else around a matmul (its epilogue,
+// operands computed in the graph, other outputs) comes with the Hopper
+// matmul schedule and is refused with the list of what is in the way.
+Plan Planner::matmulOnly() {
+  std::vector<std::string> extra;
+  int matmuls = 0;
+  for (int id : order_) {
+    const Node& n = g_.node(id);
+    if (n.op == Op::Matmul) ++matmuls;
+    else if (n.op != Op::Input) extra.push_back(std::string(opName(n.op)) + " " + typeToString(n.dtype, n.shape));
+  }
+  const Node& out = g_.node(g_.outputs()[0].node);
+  bool ok = matmuls == 1 && extra.empty() && g_.outputs().size() == 1 && out.op == Op::Matmul;
+  for (int id : g_.params()) ok = ok && g_.node(id).op == Op::Input;
+  if (!ok) {
+    std::string what;
+    for (const std::string& e : extra) what += (what.empty() ? "" : ", ") + e;
+    throw Error("kiln: compile: 'matmul' compiles only as a graph of its own for now (tensor inputs -> one matmul -> "
+                "one output); this graph has " +
+                (matmuls > 1 ? std::to_string(matmuls) + " matmuls" : std::string("")) +
+                (matmuls > 1 && !what.empty() ? " and " : "") + (what.empty() ? "" : "other ops: " + what) +
+                (g_.outputs().size() != 1 ? " (" + std::to_string(g_.outputs().size()) + " outputs)" : "") +
+                ". Fused epilogues (bias, activations, residual, casts) come with the Hopper matmul schedule; "
+                "until then compile the matmul and the rest as separate graphs");
+  }
+  Plan plan;
+  KernelPlan kp;
+  kp.kind = KernelPlan::Kind::Matmul;
+  kp.graph = bindDims(g_, {});
+  kp.why = "kernel 0: matmul " + typeToString(out.dtype, out.shape) + (out.transA ? ", A transposed" : "") +
+           (out.transB ? ", B transposed" : "") + ", writes " + g_.outputs()[0].name;
+  plan.explain = kp.why + "\n";
+  plan.kernels.push_back(std::move(kp));
+  return plan;
+}
 
 Plan planGraph(const Graph& g) {
   // Twice: the first pass may split a reduction into single-axis steps that

@@ -29,7 +29,7 @@
 namespace kiln::compiler {
 
 struct KernelPlan {
-  enum class Kind { Pointwise, RowReduction };
+  enum class Kind { Pointwise, RowReduction, Matmul };
   Kind kind = Kind::Pointwise;
   // Inputs: graph inputs (their names) and workspace tensors read; scalars
   // by their names; outputs: graph outputs and workspace tensors written.

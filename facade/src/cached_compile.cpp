@@ -115,6 +115,7 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["launch"] = {{"threads", k.launch.threadsPerBlock}, {"elements_per_block", k.launch.elementsPerBlock},
                     {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks},
                     {"shared_bytes", k.launch.sharedBytes}};
+    jk["source"] = k.source;
     jk["mlir"] = k.mlir;
     jk["ptx"] = k.ptx;
     jk["cubin"] = json::binary(std::vector<uint8_t>(k.cubin.begin(), k.cubin.end()));
@@ -158,6 +159,7 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       k.launch.iterShape = shapeFrom(l.at("iter_shape"));
       k.launch.maxBlocks = l.at("max_blocks").get<int64_t>();
       k.launch.sharedBytes = l.at("shared_bytes").get<int>();
+      k.source = jk.value("source", std::string());
       k.mlir = jk.at("mlir").get<std::string>();
       k.ptx = jk.at("ptx").get<std::string>();
       const auto& bin = jk.at("cubin").get_binary();

@@ -58,7 +58,7 @@ struct LaunchGeometry {
 
 struct CompiledKernel {
   std::string name;        // base name, also the prefix of the entries
-  std::string schedule;    // "pointwise", "row_reduction"
+  std::string schedule;    // "pointwise", "row_reduction", "matmul"
   std::string config;      // the schedule's config as a JSON object
   std::string why;         // one line: why this kernel exists / its group
   std::vector<KernelTensor> tensors;
@@ -67,6 +67,7 @@ struct CompiledKernel {
   std::vector<KernelEntry> entries;  // vectorized first
   LaunchGeometry launch;
   // Artifacts.
+  std::string source;      // CUDA C++ (the matmul schedule), when kept
   std::string mlir;
   std::string ptx;
   std::vector<char> cubin;
@@ -147,6 +148,7 @@ struct KernelTuningInfo {
 // The schedules' versions (stored with tuned configs).
 inline constexpr int kPointwiseScheduleVersion = 1;
 inline constexpr int kRowReductionScheduleVersion = 1;
+inline constexpr int kMatmulScheduleVersion = 1;
 
 // Plans the graph and describes each kernel (milliseconds or less: no MLIR).
 KILN_COMPILER_API std::vector<KernelTuningInfo> describeKernels(const Graph& graph,

@@ -1,0 +1,37 @@
+// Internal: the matmul schedule's first kernel, generated CUDA C++ compiled
+// by NVRTC (nvrtc.h) and ptxas. This one is the portable path of issue 6:
+// tensor cores through mma.sync (m16n8k16, f32 accumulation) for bf16 and
+// f16, CUDA-core FMAs for f32 (exact f32, no tf32), any M/N/K (predicated
+// loads and stores), either operand transposed, broadcast batch dims.
+// It is correct on sm_80 and later, not fast: the Hopper kernel (TMA,
+// wgmma, warp specialization) replaces it on sm_90.
+//
+// The graph it takes is inputs → matmul → output (planner.cpp checks that);
+// the kernel's parameters follow the graph (tensor inputs in declaration
+// order, the output, then the dynamic dims) like every kiln kernel.
+#pragma once
+
+#include <string>
+
+#include "kiln/compiler/compile.h"
+#include "kiln/dsl/graph.h"
+
+namespace kiln::compiler {
+
+struct MatmulConfig {
+  int blockM = 128;  // output tile of a block
+  int blockN = 128;
+  int blockK = 32;   // K step staged in shared memory
+  int threads = 256; // 8 warps: 2 (M) x 4 (N), each 64 x 32 of the tile
+  std::string json() const;
+};
+
+MatmulConfig matmulHeuristic(const Graph& g);
+
+struct MatmulKernel {
+  std::string source;  // CUDA C++ (what --emit=cuda prints)
+  CompiledKernel kernel;
+};
+MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& config, const std::string& name);
+
+}  // namespace kiln::compiler
