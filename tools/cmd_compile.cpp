@@ -115,6 +115,10 @@ int runCompile(int argc, char** argv) {
         workspace.push_back({{"name", t.name}, {"dtype", std::string(dtypeName(t.dtype))}, {"shape", shapeJson(t.shape)}});
       out = nlohmann::json{{"kernels", kernels}, {"workspace", workspace}, {"explain", cg.explain}}.dump(2) + "\n";
     } else {
+      if (emit == "cuda" && std::none_of(cg.kernels.begin(), cg.kernels.end(),
+                                         [](const compiler::CompiledKernel& k) { return !k.source.empty(); }))
+        throw Error("kiln: --emit=cuda: no kernel of this graph is CUDA C++ (only matmul kernels are; the others are "
+                    "MLIR: use --emit=mlir)");
       for (const compiler::CompiledKernel& k : cg.kernels) {
         if (emit == "mlir") out += k.mlir;
         else if (emit == "cuda") out += k.source;
