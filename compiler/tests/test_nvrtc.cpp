@@ -9,6 +9,7 @@
 #include "kiln/compiler/backend.h"
 #include "kiln/compiler/nvrtc.h"
 #include "kiln/error.h"
+#include "../src/matmul_sm90.h"
 
 using namespace kiln::compiler;
 using Catch::Matchers::Contains;
@@ -95,4 +96,26 @@ extern "C" __global__ void kiln_bad_asm(int* p) { asm volatile("not.an.instructi
     CHECK_THAT(what, Contains("ptxas"));
     CHECK_THAT(what, Contains("not.an.instruction") || Contains("syntax error") || Contains("Unknown"));
   }
+}
+
+TEST_CASE("the sm_90a matmul kernel (not yet used) compiles without spills for every config of its space",
+          "[compiler][nvrtc][matmul]") {
+  const auto space = sm90MatmulSpace();
+  REQUIRE(space.size() >= 3);
+  for (kiln::DType t : {kiln::DType::BF16, kiln::DType::F16})
+    for (const Sm90MatmulConfig& c : space) {
+      INFO(kiln::dtypeName(t) << " " << c.json());
+      CudaCompileOptions o;
+      o.name = "kiln_matmul_sm90.cu";
+      CudaToPtxResult p = cudaToPtx(emitSm90MatmulSource(t, c, "kiln_matmul_sm90"), o);
+      CHECK_THAT(p.ptx, Contains("wgmma.mma_async.sync.aligned.m64n" + std::to_string(c.blockN) + "k16"));
+      CHECK_THAT(p.ptx, Contains("cp.async.bulk.tensor.2d"));
+      CHECK_THAT(p.ptx, Contains("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(c.consumerRegs)));
+      CubinResult cubin = ptxToCubin(p.ptx, "sm_90a", CubinOptions{});
+      const ResourceReport* r = cubin.kernel("kiln_matmul_sm90");
+      REQUIRE(r != nullptr);
+      CHECK(r->spillStoreBytes == 0);
+      CHECK(r->spillLoadBytes == 0);
+    }
+  CHECK_THROWS_WITH(emitSm90MatmulSource(kiln::DType::F32, space[0], "k"), Contains("bf16 or f16"));
 }
