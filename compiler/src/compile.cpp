@@ -19,7 +19,6 @@
 #include "kiln/compiler/compile.h"
 #include "kiln/dsl/text.h"
 #include "kiln/compiler/nvrtc.h"
-#include "config_override.h"
 #include "matmul.h"
 #include "planner.h"
 #include "pointwise.h"
@@ -44,6 +43,19 @@ void dump(const std::string& stage, const std::string& kernel, const std::string
   std::fprintf(stderr, "// ----- KILN_DUMP %s: %s -----\n%s\n", stage.c_str(), kernel.c_str(), text.c_str());
 }
 
+// PTX → cubin into `k` by `route`: the stage times, the cubin and the
+// resource report of each entry. Shared by every schedule.
+void assembleCubin(const std::string& ptx, CubinRoute route, const CompileOptions& options, CompiledKernel& k) {
+  CubinOptions co;
+  co.route = route;
+  co.cudaHome = options.cudaHome;
+  CubinResult cubin = ptxToCubin(ptx, options.chip, co);
+  for (const StageTime& s : cubin.stages) k.stages.push_back(s);
+  k.cubin = std::move(cubin.cubin);
+  for (const KernelEntry& e : k.entries)
+    if (const ResourceReport* r = cubin.kernel(e.name)) k.resources.push_back(*r);
+}
+
 // MLIR text → PTX → cubin into `k`: stage times, the cubin, the resource
 // report of each entry, and the text when the options keep it.
 void lowerKernel(const std::string& name, std::string mlir, const CompileOptions& options, CompiledKernel& k) {
@@ -58,17 +70,11 @@ void lowerKernel(const std::string& name, std::string mlir, const CompileOptions
   for (const StageTime& s : ptx.stages) k.stages.push_back(s);
   dump("ptx", name, ptx.ptx);
 
-  CubinOptions co;
-  co.route = options.route;
-  if (co.route == CubinRoute::Default && !options.chip.empty() &&
+  CubinRoute route = options.route;
+  if (route == CubinRoute::Default && !options.chip.empty() &&
       std::isdigit(static_cast<unsigned char>(options.chip.back())) && nvJitLinkAvailable(options.cudaHome))
-    co.route = CubinRoute::NvJitLink;
-  co.cudaHome = options.cudaHome;
-  CubinResult cubin = ptxToCubin(ptx.ptx, options.chip, co);
-  for (const StageTime& s : cubin.stages) k.stages.push_back(s);
-  k.cubin = std::move(cubin.cubin);
-  for (const KernelEntry& e : k.entries)
-    if (const ResourceReport* r = cubin.kernel(e.name)) k.resources.push_back(*r);
+    route = CubinRoute::NvJitLink;
+  assembleCubin(ptx.ptx, route, options, k);
   if (options.keepText) {
     k.mlir = std::move(mlir);
     k.ptx = std::move(ptx.ptx);
@@ -119,15 +125,7 @@ CompiledKernel buildMatmul(const KernelPlan& kp, const std::string& name, const 
   auto t0 = Clock::now();
   MatmulConfig cfg = matmulHeuristic(kp.graph);
   if (auto it = options.kernelConfigs.find(static_cast<int>(i)); it != options.kernelConfigs.end())
-    applyIntegerOverrides(it->second, "matmul", "block_m, block_n: 128; block_k: a multiple of 16; threads: 256",
-                          [&](const std::string& key, int64_t v) {
-                            if (key == "block_m") cfg.blockM = static_cast<int>(v);
-                            else if (key == "block_n") cfg.blockN = static_cast<int>(v);
-                            else if (key == "block_k" && v >= 16 && v <= 128) cfg.blockK = static_cast<int>(v);
-                            else if (key == "threads") cfg.threads = static_cast<int>(v);
-                            else return false;
-                            return true;
-                          });
+    applyMatmulOverride(cfg, it->second);
   const std::string digits = options.chip.size() > 3 ? options.chip.substr(3) : "";
   int sm = 0;
   for (char c : digits)
@@ -148,14 +146,7 @@ CompiledKernel buildMatmul(const KernelPlan& kp, const std::string& name, const 
   CudaToPtxResult ptx = cudaToPtx(mk.source, no);
   k.stages.push_back({"nvrtc", ptx.ms});
   dump("ptx", name, ptx.ptx);
-  CubinOptions co;
-  co.route = options.route == CubinRoute::NvJitLink ? CubinRoute::NvJitLink : CubinRoute::Ptxas;
-  co.cudaHome = options.cudaHome;
-  CubinResult cubin = ptxToCubin(ptx.ptx, options.chip, co);
-  for (const StageTime& s : cubin.stages) k.stages.push_back(s);
-  k.cubin = std::move(cubin.cubin);
-  for (const KernelEntry& e : k.entries)
-    if (const ResourceReport* r = cubin.kernel(e.name)) k.resources.push_back(*r);
+  assembleCubin(ptx.ptx, options.route == CubinRoute::NvJitLink ? CubinRoute::NvJitLink : CubinRoute::Ptxas, options, k);
   if (options.keepText) {
     k.source = std::move(mk.source);
     k.ptx = std::move(ptx.ptx);

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "kiln/compiler/backend.h"
+#include "toolkit_lib.h"
 
 extern char** environ;
 
@@ -39,10 +40,6 @@ double msSince(Clock::time_point t0, Clock::time_point t1 = Clock::now()) {
 bool isExecutable(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-bool isRegularFile(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 std::string dirName(const std::string& path) {
@@ -249,52 +246,25 @@ bool bind(void* lib, Fn& fn, const char* name) {
 const NvJitLinkApi* nvJitLinkApi(const std::string& cudaHome, std::string* why) {
   static std::mutex mu;
   static NvJitLinkApi* api = nullptr;
-  static std::string lastError;
   std::lock_guard<std::mutex> lock(mu);
   if (api) return api;
 
-  std::vector<std::string> candidates;
-  if (!cudaHome.empty()) candidates.push_back(cudaHome + "/lib64/libnvJitLink.so.13");
-  if (const char* env = std::getenv("CUDA_HOME"); env && *env)
-    candidates.push_back(std::string(env) + "/lib64/libnvJitLink.so.13");
-  candidates.push_back("/usr/local/cuda/lib64/libnvJitLink.so.13");
-  candidates.push_back("libnvJitLink.so.13");  // the loader's search path
-
-  std::string tried;
-  for (const auto& c : candidates) {
-    if (c.front() == '/' && !isRegularFile(c)) {
-      tried += "\n  " + c + ": not found";
-      continue;
-    }
-    void* lib = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* e = ::dlerror();
-      tried += "\n  " + c + ": " + (e ? e : "dlopen failed");
-      continue;
-    }
-    auto* a = new NvJitLinkApi();
-    a->lib = lib;
-    a->path = c;
-    bool ok = bind(lib, a->create, "nvJitLinkCreate") && bind(lib, a->destroy, "nvJitLinkDestroy") &&
-              bind(lib, a->addData, "nvJitLinkAddData") && bind(lib, a->complete, "nvJitLinkComplete") &&
-              bind(lib, a->cubinSize, "nvJitLinkGetLinkedCubinSize") &&
-              bind(lib, a->cubin, "nvJitLinkGetLinkedCubin") &&
-              bind(lib, a->errorLogSize, "nvJitLinkGetErrorLogSize") &&
-              bind(lib, a->errorLog, "nvJitLinkGetErrorLog") &&
-              bind(lib, a->infoLogSize, "nvJitLinkGetInfoLogSize") &&
-              bind(lib, a->infoLog, "nvJitLinkGetInfoLog");
-    if (!ok) {
-      tried += "\n  " + c + ": missing nvJitLink entry points";
-      ::dlclose(lib);
-      delete a;
-      continue;
-    }
-    api = a;
-    return api;
+  auto* a = new NvJitLinkApi();
+  ToolkitLibrary lib = openToolkitLibrary(cudaHome, "libnvJitLink.so.13", [&](void* h) {
+    return bind(h, a->create, "nvJitLinkCreate") && bind(h, a->destroy, "nvJitLinkDestroy") &&
+           bind(h, a->addData, "nvJitLinkAddData") && bind(h, a->complete, "nvJitLinkComplete") &&
+           bind(h, a->cubinSize, "nvJitLinkGetLinkedCubinSize") && bind(h, a->cubin, "nvJitLinkGetLinkedCubin") &&
+           bind(h, a->errorLogSize, "nvJitLinkGetErrorLogSize") && bind(h, a->errorLog, "nvJitLinkGetErrorLog") &&
+           bind(h, a->infoLogSize, "nvJitLinkGetInfoLogSize") && bind(h, a->infoLog, "nvJitLinkGetInfoLog");
+  }, why);
+  if (!lib.handle) {
+    delete a;
+    return nullptr;
   }
-  lastError = "libnvJitLink.so.13 could not be loaded; tried:" + tried;
-  if (why) *why = lastError;
-  return nullptr;
+  a->lib = lib.handle;
+  a->path = lib.path;
+  api = a;
+  return api;
 }
 
 std::string nvJitLinkLog(const NvJitLinkApi& api, nvJitLinkHandle h, bool info) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "config_override.h"
 #include "kiln/error.h"
 
 namespace kiln::compiler {
@@ -17,11 +18,19 @@ MatmulConfig matmulHeuristic(const Graph& g) {
   return MatmulConfig{};
 }
 
-namespace {
-
-void replaceAll(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+void applyMatmulOverride(MatmulConfig& c, const std::string& json) {
+  applyIntegerOverrides(json, "matmul", "block_m, block_n: 128; block_k: a multiple of 16 in [16, 128]; threads: 256",
+                        [&](const std::string& key, int64_t v) {
+                          if (key == "block_m") c.blockM = static_cast<int>(v);
+                          else if (key == "block_n") c.blockN = static_cast<int>(v);
+                          else if (key == "block_k" && v >= 16 && v <= 128) c.blockK = static_cast<int>(v);
+                          else if (key == "threads") c.threads = static_cast<int>(v);
+                          else return false;
+                          return true;
+                        });
 }
+
+namespace {
 
 // A dim as a C expression: a literal, or the kernel parameter of a dynamic
 // dim.
@@ -34,28 +43,13 @@ std::string productExpr(const Shape& s, size_t from) {
   return e.empty() ? "1LL" : "(" + e + ")";
 }
 
-const char* kBody16 = R"(
-// kiln matmul (mma.sync m16n8k16, f32 accumulation): C = A @ B
-//   A [batch.., M, K]$TRANSA_NOTE, B [batch.., K, N]$TRANSB_NOTE, C [batch.., M, N], $DTYPE
-//   block tile $BM x $BN, K step $BK, $THREADS threads (8 warps: 2 x 4, 64 x 32 each)
-typedef unsigned short u16;
-__device__ __forceinline__ float kiln_h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-__device__ __forceinline__ u16 kiln_f2out(float f) { u16 h; asm("cvt.rn.$CVT.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-
-extern "C" __global__ void __launch_bounds__($THREADS) $NAME($PARAMS) {
-  const u16* __restrict__ A = (const u16*)$APTR;
-  const u16* __restrict__ B = (const u16*)$BPTR;
-  u16* __restrict__ C = (u16*)$CPTR;
-  const long long M = $M, N = $N, K = $K;
+// Shared by both kernels: the problem's sizes, then, per tile of the
+// grid-stride loop, its batch index, corner and operand offsets.
+const char* kSizes = R"(  const long long M = $M, N = $N, K = $K;
   const long long tilesM = (M + $BM - 1) / $BM, tilesN = (N + $BN - 1) / $BN;
   const long long numTiles = $BATCH * tilesM * tilesN;
-  __shared__ __align__(16) u16 As[$BM][$BK + 8];
-  __shared__ __align__(16) u16 Bs[$BN][$BK + 8];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wm = warp >> 2, wn = warp & 3;       // the warp's 64 x 32 part of the tile
-  const int g = lane >> 2, t = lane & 3;         // mma fragment coordinates
-  for (long long tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
-    const long long z = tile / (tilesM * tilesN);
+)";
+const char* kTileStart = R"(    const long long z = tile / (tilesM * tilesN);
     const long long rest = tile - z * tilesM * tilesN;
     const long long m0 = (rest / tilesN) * $BM, n0 = (rest % tilesN) * $BN;
     long long offA = 0, offB = 0;
@@ -63,7 +57,26 @@ extern "C" __global__ void __launch_bounds__($THREADS) $NAME($PARAMS) {
 $BATCH_OFFSETS
     }
     const long long offC = z * M * N;
-    float acc[4][4][4];
+)";
+
+const char* kBody16 = R"(
+// kiln matmul (mma.sync m16n8k16, f32 accumulation): C = A @ B
+//   A [batch.., M, K]$TRANSA_NOTE, B [batch.., K, N]$TRANSB_NOTE, C [batch.., M, N], $DTYPE
+//   block tile $BM x $BN, K step $BK, $THREADS threads (8 warps: 2 x 4, 64 x 32 each)
+typedef unsigned short u16;
+__device__ __forceinline__ u16 kiln_f2out(float f) { u16 h; asm("cvt.rn.$CVT.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+
+extern "C" __global__ void __launch_bounds__($THREADS) $NAME($PARAMS) {
+  const u16* __restrict__ A = (const u16*)$APTR;
+  const u16* __restrict__ B = (const u16*)$BPTR;
+  u16* __restrict__ C = (u16*)$CPTR;
+$SIZES  __shared__ __align__(16) u16 As[$BM][$BK + 8];
+  __shared__ __align__(16) u16 Bs[$BN][$BK + 8];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp >> 2, wn = warp & 3;       // the warp's 64 x 32 part of the tile
+  const int g = lane >> 2, t = lane & 3;         // mma fragment coordinates
+  for (long long tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
+$TILE_START    float acc[4][4][4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -135,22 +148,11 @@ extern "C" __global__ void __launch_bounds__($THREADS) $NAME($PARAMS) {
   const float* __restrict__ A = (const float*)$APTR;
   const float* __restrict__ B = (const float*)$BPTR;
   float* __restrict__ C = (float*)$CPTR;
-  const long long M = $M, N = $N, K = $K;
-  const long long tilesM = (M + $BM - 1) / $BM, tilesN = (N + $BN - 1) / $BN;
-  const long long numTiles = $BATCH * tilesM * tilesN;
-  __shared__ __align__(16) float As[$BK][$BM + 4];
+$SIZES  __shared__ __align__(16) float As[$BK][$BM + 4];
   __shared__ __align__(16) float Bs[$BK][$BN + 4];
   const int tid = threadIdx.x, ty = tid >> 4, tx = tid & 15;
   for (long long tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
-    const long long z = tile / (tilesM * tilesN);
-    const long long rest = tile - z * tilesM * tilesN;
-    const long long m0 = (rest / tilesN) * $BM, n0 = (rest % tilesN) * $BN;
-    long long offA = 0, offB = 0;
-    { long long zz = z; (void)zz;
-$BATCH_OFFSETS
-    }
-    const long long offC = z * M * N;
-    float acc[8][8];
+$TILE_START    float acc[8][8];
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -270,6 +272,8 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   }
 
   std::string src = tc ? kBody16 : kBody32;
+  replaceAll(src, "$SIZES", kSizes);
+  replaceAll(src, "$TILE_START", kTileStart);
   // Coalesced staging: the contiguous index of each operand varies fastest.
   if (!mm.transA) {
     replaceAll(src, "$A_M_OF_I", "i / $BK");

@@ -28,10 +28,20 @@ struct MatmulConfig {
 
 MatmulConfig matmulHeuristic(const Graph& g);
 
+// Applies a JSON override (keys: block_m, block_n, block_k, threads);
+// throws kiln::Error naming a bad key or value.
+void applyMatmulOverride(MatmulConfig& c, const std::string& json);
+
 struct MatmulKernel {
   std::string source;  // CUDA C++ (what --emit=cuda prints)
   CompiledKernel kernel;
 };
+// Replaces every `from` in `s` (the generators fill their CUDA C++
+// templates with it).
+inline void replaceAll(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+}
+
 MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& config, const std::string& name);
 
 }  // namespace kiln::compiler

@@ -1,6 +1,7 @@
 #include "matmul_sm90.h"
 
 #include "kiln/error.h"
+#include "matmul.h"
 
 namespace kiln::compiler {
 
@@ -28,10 +29,6 @@ std::vector<Sm90MatmulConfig> sm90MatmulSpace() {
 }
 
 namespace {
-
-void replaceAll(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
-}
 
 const char* kTemplate = R"(
 // kiln matmul for sm_90a (work in progress, not yet run): C [M, N] = A [M, K] @ B [N, K]^T, $DTYPE

@@ -1,7 +1,6 @@
 #include "kiln/compiler/nvrtc.h"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 
 #include "kiln/compiler/backend.h"
 #include "kiln/error.h"
+#include "toolkit_lib.h"
 
 namespace kiln::compiler {
 
@@ -38,54 +38,28 @@ bool bind(void* lib, Fn& fn, const char* name) {
   return sym != nullptr;
 }
 
-bool isFile(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 // Loaded once per process, never unloaded.
 const NvrtcApi* nvrtcApi(const std::string& cudaHome, std::string* why) {
   static std::mutex mu;
   static NvrtcApi* api = nullptr;
   std::lock_guard<std::mutex> lock(mu);
   if (api) return api;
-  std::vector<std::string> candidates;
-  if (!cudaHome.empty()) candidates.push_back(cudaHome + "/lib64/libnvrtc.so.13");
-  if (const char* env = std::getenv("CUDA_HOME"); env && *env)
-    candidates.push_back(std::string(env) + "/lib64/libnvrtc.so.13");
-  candidates.push_back("/usr/local/cuda/lib64/libnvrtc.so.13");
-  candidates.push_back("libnvrtc.so.13");
-  std::string tried;
-  for (const std::string& c : candidates) {
-    if (c.front() == '/' && !isFile(c)) {
-      tried += "\n  " + c + ": not found";
-      continue;
-    }
-    void* lib = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* e = ::dlerror();
-      tried += "\n  " + c + ": " + (e ? e : "dlopen failed");
-      continue;
-    }
-    auto* a = new NvrtcApi();
-    a->lib = lib;
-    a->path = c;
-    bool ok = bind(lib, a->version, "nvrtcVersion") && bind(lib, a->create, "nvrtcCreateProgram") &&
-              bind(lib, a->compile, "nvrtcCompileProgram") && bind(lib, a->ptxSize, "nvrtcGetPTXSize") &&
-              bind(lib, a->ptx, "nvrtcGetPTX") && bind(lib, a->logSize, "nvrtcGetProgramLogSize") &&
-              bind(lib, a->log, "nvrtcGetProgramLog") && bind(lib, a->destroy, "nvrtcDestroyProgram") &&
-              bind(lib, a->errorString, "nvrtcGetErrorString");
-    if (!ok) {
-      tried += "\n  " + c + ": missing NVRTC entry points";
-      ::dlclose(lib);
-      delete a;
-      continue;
-    }
-    api = a;
-    return api;
+  auto* a = new NvrtcApi();
+  ToolkitLibrary lib = openToolkitLibrary(cudaHome, "libnvrtc.so.13", [&](void* h) {
+    return bind(h, a->version, "nvrtcVersion") && bind(h, a->create, "nvrtcCreateProgram") &&
+           bind(h, a->compile, "nvrtcCompileProgram") && bind(h, a->ptxSize, "nvrtcGetPTXSize") &&
+           bind(h, a->ptx, "nvrtcGetPTX") && bind(h, a->logSize, "nvrtcGetProgramLogSize") &&
+           bind(h, a->log, "nvrtcGetProgramLog") && bind(h, a->destroy, "nvrtcDestroyProgram") &&
+           bind(h, a->errorString, "nvrtcGetErrorString");
+  }, why);
+  if (!lib.handle) {
+    delete a;
+    return nullptr;
   }
-  if (why) *why = "libnvrtc.so.13 could not be loaded; tried:" + tried;
-  return nullptr;
+  a->lib = lib.handle;
+  a->path = lib.path;
+  api = a;
+  return api;
 }
 
 std::string programLog(const NvrtcApi& api, Program p) {

@@ -394,11 +394,12 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
   if (chip.empty()) chip = rt::driverAvailable() ? rt::Device::current().basics().arch() : "sm_90";
   compiler::CompileOptions co = detail::compilerOptions(options, chip);
   std::vector<std::string> tuningNotes;
-  if (options.tune != CompileOptions::Tune::Off) tuningNotes = detail::resolveTuning(graph, options, co);
+  const std::string graphText = graph.toText();
+  if (options.tune != CompileOptions::Tune::Off) tuningNotes = detail::resolveTuning(graph, graphText, options, co);
   std::string key = chip + "|" + std::string(compiler::routeName(options.route)) + "|" +
                     (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + options.rowConfigOverride + "|";
   for (const auto& [index, config] : co.kernelConfigs) key += std::to_string(index) + "=" + config + ";";
-  key += "|" + graph.toText();
+  key += "|" + graphText;
   key += options.diskCache ? "|disk" : "|nodisk";
   KernelRegistry& reg = KernelRegistry::instance();
   std::shared_ptr<KernelRegistry::Slot> slot;

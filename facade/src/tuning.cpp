@@ -436,7 +436,7 @@ const char* modeName(CompileOptions::Tune t) {
 
 }  // namespace
 
-std::vector<std::string> resolveTuning(const Graph& graph, const CompileOptions& options,
+std::vector<std::string> resolveTuning(const Graph& graph, const std::string& graphText, const CompileOptions& options,
                                        compiler::CompileOptions& co) {
   using Tune = CompileOptions::Tune;
   const Tune mode = options.tune;
@@ -469,7 +469,7 @@ std::vector<std::string> resolveTuning(const Graph& graph, const CompileOptions&
                     device.str() + "|" + co.chip + "|" + std::to_string(co.smCount) + "|" + co.configOverride + "|" +
                     co.rowConfigOverride + "|" + std::to_string(options.tuneIters) + "|";
   for (const auto& [name, v] : options.dims) key += name + "=" + std::to_string(v) + ",";
-  key += "|" + graph.toText();
+  key += "|" + graphText;
   if (auto it = memo().find(key); useMemo && it != memo().end()) {
     for (const auto& [i, c] : it->second.configs) co.kernelConfigs[i] = c;
     return it->second.notes;

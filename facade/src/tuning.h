@@ -22,10 +22,11 @@ Counters& counters();
 // compiler::compileGraph, counted.
 compiler::CompiledGraph countedCompile(const Graph& graph, const compiler::CompileOptions& options);
 
-// Fills co.kernelConfigs from the database (and from tuning runs, as
+// Fills co.kernelConfigs from the database (`graphText`: graph.toText(),
+// which the caller has already made) (and from tuning runs, as
 // options.tune asks). Returns, per kernel, a line for explain(): where its
 // config came from.
-std::vector<std::string> resolveTuning(const Graph& graph, const CompileOptions& options,
+std::vector<std::string> resolveTuning(const Graph& graph, const std::string& graphText, const CompileOptions& options,
                                        compiler::CompileOptions& co);
 
 }  // namespace kiln::detail
