@@ -18,9 +18,9 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/kiln/bin" "$STAGE/kiln/lib" "$STAGE/kiln/anchors" "$STAGE/kiln/graphs"
 for exe in tests/kiln_tests runtime/tests/kiln_runtime_tests compiler/kiln_compiler_tests \
-           bench/bench_pointwise bench/bench_reduction bench/bench_compile bench/bench_warm_start tools/kiln tools/kiln-tune \
+           bench/bench_pointwise bench/bench_reduction bench/bench_matmul bench/bench_compile bench/bench_warm_start tools/kiln tools/kiln-tune \
            examples/lesson_00_graphs examples/lesson_01_bias_gelu examples/lesson_02_row_reductions \
-           examples/lesson_03_tuning; do
+           examples/lesson_03_tuning examples/lesson_04_linear; do
   if [ -f "$BUILD/$exe" ]; then cp "$BUILD/$exe" "$STAGE/kiln/bin/"; fi
 done
 cp "$BUILD"/compiler/libkiln_compiler.so* "$STAGE/kiln/lib/"

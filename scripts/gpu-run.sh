@@ -5,7 +5,8 @@
 # (pick some with KILN_STAGES="tests bench").
 #
 #   KILN_STAGES   stages to run (default "tests bench anchors")
-#   KILN_BENCHES  kiln benchmarks of the bench stage: pointwise, reduction
+#   KILN_BENCHES  kiln benchmarks of the bench stage: pointwise, reduction,
+#                 matmul (KILN_MATMUL_CASES: bench_matmul's case substrings)
 #                 (default "pointwise reduction")
 #   KILN_REDUCTION_CASES  arguments of bench_reduction (case substrings)
 #   KILN_ANCHORS  anchor scripts of the anchors stage: pointwise
@@ -113,6 +114,11 @@ if [[ " $STAGES " == *" bench "* ]]; then
     if [ -n "${KILN_SWEEP:-}" ]; then
       bounded "$K/bin/bench_pointwise" sweep 2>&1 | tee "$OUTDIR/bench-sweep.log" | tee -a "$LOG"
     fi
+  fi
+  if [[ " $BENCHES " == *" matmul "* ]]; then
+    # shellcheck disable=SC2086  # case substrings are separate arguments
+    bounded "$K/bin/bench_matmul" ${KILN_MATMUL_CASES:-} 2>&1 | tee "$OUTDIR/bench-matmul.log" | grep -v '^{' | tee -a "$LOG"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
   if [[ " $BENCHES " == *" reduction "* ]]; then
     # The full log (kernel plans, checks, JSON lines) in its own file; the

@@ -64,6 +64,7 @@ struct RunOptions {
   // down to the dtype's smallest normal (for outputs far below 1 that are
   // never cancellations, like softmax's).
   std::map<std::string, double> relFloor;
+  CompileOptions compile;  // how runAndCheck compiles the graph
 };
 
 inline double relFloorOf(const std::map<std::string, double>& floors, const std::string& output) {
@@ -116,7 +117,7 @@ inline void checkOutput(const EvalOutput& r, const HostTensor& got, double tolSc
 inline Kernel runAndCheck(const Graph& g, const RunOptions& o = {}) {
   uint64_t seed = freshSeed();
   INFO("seed " << seed);
-  Kernel k = compile(g);
+  Kernel k = compile(g, o.compile);
   EvalInputs in = randomInputs(g, o.dims, seed, o.ranges);
   for (const auto& [name, v] : o.scalars) in.scalars[name] = v;
   if (o.prepare) o.prepare(in);

@@ -20,6 +20,7 @@
 #include "kiln/dsl/text.h"
 #include "kiln/compiler/nvrtc.h"
 #include "matmul.h"
+#include "matmul_sm90.h"
 #include "planner.h"
 #include "pointwise.h"
 #include "row_reduction.h"
@@ -119,34 +120,64 @@ RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long 
   return cfg;
 }
 
+// The SM number of a chip name ("sm_90a" -> 90).
+int smNumber(const std::string& chip) {
+  int sm = 0;
+  for (size_t i = 3; i < chip.size() && std::isdigit(static_cast<unsigned char>(chip[i])); ++i) sm = sm * 10 + (chip[i] - '0');
+  return sm;
+}
+
+// Hopper (sm_90) takes the TMA + wgmma kernel where its layout rules hold;
+// everything else the portable mma.sync / FMA kernel.
+bool useSm90Matmul(const KernelPlan& kp, const CompileOptions& options) {
+  return smNumber(options.chip) == 90 && sm90MatmulApplies(kp.graph);
+}
+
+Sm90MatmulConfig sm90ConfigOf(const KernelPlan& kp, const CompileOptions& options, long i) {
+  Sm90MatmulConfig cfg = sm90MatmulHeuristic(kp.graph, options.smCount);
+  if (!options.matmulConfigOverride.empty()) applySm90MatmulOverride(cfg, options.matmulConfigOverride);
+  applyKernelConfig(options, i, [&](const std::string& j) { applySm90MatmulOverride(cfg, j); });
+  return cfg;
+}
+
 // The matmul kernel: generated CUDA C++ → PTX (NVRTC) → cubin (the ptxas
 // executable, a child process: a crash there cannot take the caller down).
 CompiledKernel buildMatmul(const KernelPlan& kp, const std::string& name, const CompileOptions& options, size_t i) {
   auto t0 = Clock::now();
-  MatmulConfig cfg = matmulHeuristic(kp.graph);
-  if (auto it = options.kernelConfigs.find(static_cast<int>(i)); it != options.kernelConfigs.end())
-    applyMatmulOverride(cfg, it->second);
-  const std::string digits = options.chip.size() > 3 ? options.chip.substr(3) : "";
-  int sm = 0;
-  for (char c : digits)
-    if (std::isdigit(static_cast<unsigned char>(c))) sm = sm * 10 + (c - '0');
-    else break;
+  const int sm = smNumber(options.chip);
   const DType t = kp.graph.node(kp.graph.outputs()[0].node).dtype;
-  if ((t == DType::BF16 || t == DType::F16) && sm < 80)
-    throw Error("kiln: compile: matmul of " + std::string(dtypeName(t)) + " needs tensor cores with mma.sync (sm_80 or "
-                "later); the target is " + options.chip);
-  MatmulKernel mk = emitMatmul(kp.graph, cfg, name);
+  MatmulKernel mk;
+  std::string arch;
+  CompileOptions cubinOptions = options;
+  if (useSm90Matmul(kp, options)) {
+    mk = emitSm90Matmul(kp.graph, sm90ConfigOf(kp, options, static_cast<long>(i)), name, options.smCount);
+    arch = "compute_90a";
+    cubinOptions.chip = "sm_90a";
+  } else {
+    MatmulConfig cfg = matmulHeuristic(kp.graph);
+    applyKernelConfig(options, static_cast<long>(i), [&](const std::string& j) { applyMatmulOverride(cfg, j); });
+    bool halfInputs = false;
+    for (int id = 0; id < kp.graph.numNodes(); ++id)
+      if (kp.graph.node(id).op == Op::Matmul)
+        halfInputs = kp.graph.node(id).dtype == DType::BF16 || kp.graph.node(id).dtype == DType::F16;
+    if (halfInputs && sm < 80)
+      throw Error("kiln: compile: matmul of " + std::string(dtypeName(t)) +
+                  " needs tensor cores with mma.sync (sm_80 or later); the target is " + options.chip);
+    mk = emitMatmul(kp.graph, cfg, name);
+    arch = "compute_" + std::to_string(sm);
+  }
   CompiledKernel k = std::move(mk.kernel);
   k.stages.push_back({"emit", msSince(t0)});
   dump("cuda", name, mk.source);
   CudaCompileOptions no;
-  no.arch = "compute_" + digits;
+  no.arch = arch;
   no.cudaHome = options.cudaHome;
   no.name = name + ".cu";
   CudaToPtxResult ptx = cudaToPtx(mk.source, no);
   k.stages.push_back({"nvrtc", ptx.ms});
   dump("ptx", name, ptx.ptx);
-  assembleCubin(ptx.ptx, options.route == CubinRoute::NvJitLink ? CubinRoute::NvJitLink : CubinRoute::Ptxas, options, k);
+  assembleCubin(ptx.ptx, options.route == CubinRoute::NvJitLink ? CubinRoute::NvJitLink : CubinRoute::Ptxas,
+                cubinOptions, k);
   if (options.keepText) {
     k.source = std::move(mk.source);
     k.ptx = std::move(ptx.ptx);
@@ -167,12 +198,20 @@ std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileO
     info.name = kernelName(kp, i);
     for (const std::string& d : kp.graph.dynamicDims()) info.dims.push_back(d);
     if (kp.kind == KernelPlan::Kind::Matmul) {
-      // One config for now (the portable mma.sync kernel); the Hopper
-      // kernel brings the space.
       info.schedule = "matmul";
       info.scheduleVersion = kMatmulScheduleVersion;
-      info.defaultConfig = matmulHeuristic(kp.graph).json();
-      info.space = {info.defaultConfig};
+      if (useSm90Matmul(kp, options)) {
+        // The Hopper kernel's space, the heuristic's config first.
+        Sm90MatmulConfig h = sm90ConfigOf(kp, options, -1);
+        info.space.push_back(h.json());
+        for (const Sm90MatmulConfig& c : sm90MatmulSpace())
+          if (c.json() != h.json()) info.space.push_back(c.json());
+        info.defaultConfig = sm90ConfigOf(kp, options, static_cast<long>(i)).json();
+      } else {
+        // The portable kernel has one config.
+        info.defaultConfig = matmulHeuristic(kp.graph).json();
+        info.space = {info.defaultConfig};
+      }
     } else if (kp.kind == KernelPlan::Kind::Pointwise) {
       info.schedule = "pointwise";
       info.scheduleVersion = kPointwiseScheduleVersion;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "config_override.h"
+#include "cuda_element.h"
 #include "kiln/error.h"
 
 namespace kiln::compiler {
@@ -30,18 +31,156 @@ void applyMatmulOverride(MatmulConfig& c, const std::string& json) {
                         });
 }
 
-namespace {
-
-// A dim as a C expression: a literal, or the kernel parameter of a dynamic
-// dim.
 std::string dimExpr(const Dim& d) { return d.isStatic() ? std::to_string(d.size) + "LL" : "dim_" + d.name; }
 
-// The product of dims [from, end) as a C expression.
 std::string productExpr(const Shape& s, size_t from) {
   std::string e;
   for (size_t i = from; i < s.size(); ++i) e += (e.empty() ? "" : " * ") + dimExpr(s[i]);
   return e.empty() ? "1LL" : "(" + e + ")";
 }
+
+MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores) {
+  MatmulSignature sig;
+  int mmId = -1;
+  for (int id = 0; id < g.numNodes(); ++id)
+    if (g.node(id).op == Op::Matmul) mmId = id;
+  if (mmId < 0) throw Error("kiln: internal: a matmul kernel's graph has no matmul");
+  const Node& mm = g.node(mmId);
+  sig.mm = &mm;
+  const Node& an = g.node(mm.inputs[0]);
+  const Node& bn = g.node(mm.inputs[1]);
+  const size_t ra = an.shape.size(), rc = mm.shape.size();
+  sig.M = mm.shape[rc - 2];
+  sig.N = mm.shape[rc - 1];
+  sig.K = mm.transA ? an.shape[ra - 2] : an.shape[ra - 1];
+  sig.batch.assign(mm.shape.begin(), mm.shape.end() - 2);
+  (void)bn;
+
+  // Parameters: input tensors (graph order), outputs, dims, scalars.
+  std::map<int, std::string> ptrOf, scalarOf;
+  int p = 0;
+  auto add = [&](const std::string& text) { sig.params += (sig.params.empty() ? "" : ", ") + text; };
+  const int align = pairStores ? 16 : 0;
+  for (int id : g.params()) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Input) continue;
+    k.tensors.push_back({.name = n.name, .dtype = n.dtype, .shape = n.shape, .output = false, .alignment = align});
+    ptrOf[id] = "p" + std::to_string(p++);
+    add("const " + cudaStorageType(n.dtype) + "* __restrict__ " + ptrOf[id]);
+  }
+  std::vector<std::string> outPtr;
+  for (const GraphOutput& o : g.outputs()) {
+    const Node& n = g.node(o.node);
+    k.tensors.push_back({.name = o.name, .dtype = n.dtype, .shape = n.shape, .output = true, .alignment = align});
+    outPtr.push_back("p" + std::to_string(p++));
+    add(cudaStorageType(n.dtype) + "* __restrict__ " + outPtr.back());
+  }
+  for (const std::string& d : g.dynamicDims()) {
+    k.dims.push_back(d);
+    add("long long dim_" + d);
+  }
+  for (int id : g.params()) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Scalar) continue;
+    k.scalars.push_back({n.name, n.dtype});
+    scalarOf[id] = "s" + std::to_string(k.scalars.size() - 1);
+    add(cudaComputeType(n.dtype) + " " + scalarOf[id]);
+  }
+  sig.aPtr = ptrOf.at(mm.inputs[0]);
+  sig.bPtr = ptrOf.at(mm.inputs[1]);
+
+  // The epilogue: every node the outputs need, per element j of the pair,
+  // in id order (operands have smaller ids).
+  std::vector<bool> needed(g.numNodes(), false);
+  std::vector<int> stack;
+  for (const GraphOutput& o : g.outputs()) stack.push_back(o.node);
+  while (!stack.empty()) {
+    int id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = true;
+    if (id != mmId)
+      for (int i : g.node(id).inputs) stack.push_back(i);
+  }
+  bool approx = true;
+  for (const GraphOutput& o : g.outputs()) {
+    DType t = g.node(o.node).dtype;
+    approx = approx && (t == DType::BF16 || t == DType::F16);
+  }
+  const Shape& out = mm.shape;
+  const size_t r = out.size();
+  // The offset of an input's element at output coordinates (batch coords
+  // zc<d>, row, col + j), broadcasting its missing and unit dims.
+  auto offset = [&](const Shape& s, const std::string& col) {
+    std::string e;
+    for (size_t a = 0; a < s.size(); ++a) {
+      if (s[a].isStatic() && s[a].size == 1) continue;
+      const size_t oa = a + (r - s.size());
+      std::string coord = oa == r - 1 ? col : oa == r - 2 ? std::string("row") : "zc" + std::to_string(oa);
+      std::string stride = productExpr(s, a + 1);
+      e += (e.empty() ? "" : " + ") + coord + (stride == "1LL" ? "" : " * " + stride);
+    }
+    return e.empty() ? std::string("0") : e;
+  };
+  auto values = [&](int j) {
+    std::string code, col = j ? "(col + 1)" : "col";
+    std::map<int, std::string> v;
+    for (int id = 0; id < g.numNodes(); ++id) {
+      if (!needed[id]) continue;
+      const Node& n = g.node(id);
+      std::string expr;
+      if (id == mmId) expr = j ? "acc1" : "acc0";
+      else if (n.op == Op::Input) expr = cudaLoadValue(ptrOf.at(id) + "[" + offset(n.shape, col) + "]", n.dtype);
+      else if (n.op == Op::Scalar) expr = scalarOf.at(id);
+      else if (n.op == Op::Constant) expr = cudaConstant(n);
+      else {
+        std::vector<std::string> ops;
+        for (int i : n.inputs) ops.push_back(v.at(i));
+        expr = cudaElementwise(g, n, ops, approx);
+      }
+      v[id] = "v" + std::to_string(id) + "_" + std::to_string(j);
+      code += "      const " + cudaComputeType(n.dtype) + " " + v[id] + " = " + expr + ";\n";
+    }
+    return std::make_pair(code, v);
+  };
+  auto [code0, v0] = values(0);
+  auto [code1, v1] = values(1);
+  std::string single0, single1, pair;
+  for (size_t o = 0; o < g.outputs().size(); ++o) {
+    const int id = g.outputs()[o].node;
+    const DType t = g.node(id).dtype;
+    const std::string& ptr = outPtr[o];
+    single0 += "      " + ptr + "[o] = " + cudaStoreValue(v0.at(id), t) + ";\n";
+    single1 += "        " + ptr + "[o + 1] = " + cudaStoreValue(v1.at(id), t) + ";\n";
+    if (t == DType::BF16 || t == DType::F16)
+      pair += "      *(unsigned*)(" + ptr + " + o) = (unsigned)" + cudaStoreValue(v0.at(id), t) + " | ((unsigned)" +
+              cudaStoreValue(v1.at(id), t) + " << 16);\n";
+    else if (t == DType::F32)
+      pair += "      *(float2*)(" + ptr + " + o) = make_float2(" + v0.at(id) + ", " + v1.at(id) + ");\n";
+    else
+      pair += "      " + ptr + "[o] = " + cudaStoreValue(v0.at(id), t) + "; " + ptr + "[o + 1] = " +
+              cudaStoreValue(v1.at(id), t) + ";\n";
+  }
+  std::string e = "  // The epilogue: the graph's outputs at (batch z, row, col) and (z, row, col + 1).\n"
+                  "  auto kiln_epilogue = [&](long long z, long long row, long long col, float acc0, float acc1) {\n"
+                  "    if (row >= M || col >= N) return;\n";
+  if (!sig.batch.empty()) {
+    e += "    long long zz = z;\n";
+    for (size_t d = sig.batch.size(); d-- > 0;)
+      e += "    const long long zc" + std::to_string(d) + " = zz % " + dimExpr(sig.batch[d]) + "; zz /= " +
+           dimExpr(sig.batch[d]) + ";\n";
+  }
+  e += "    const long long o = (z * M + row) * N + col;\n";
+  if (pairStores) {
+    e += "    if (col + 1 < N && (N & 1) == 0) {\n" + code0 + code1 + pair + "      return;\n    }\n";
+  }
+  e += "    {\n" + code0 + single0 + "    }\n    if (col + 1 < N) {\n" + code1 + single1 + "    }\n  };\n";
+  sig.epilogue = e;
+  sig.prelude = cudaElementPrelude();
+  return sig;
+}
+
+namespace {
 
 // Shared by both kernels: the problem's sizes, then, per tile of the
 // grid-stride loop, its batch index, corner and operand offsets.
@@ -56,21 +195,17 @@ const char* kTileStart = R"(    const long long z = tile / (tilesM * tilesN);
     { long long zz = z; (void)zz;
 $BATCH_OFFSETS
     }
-    const long long offC = z * M * N;
 )";
 
 const char* kBody16 = R"(
 // kiln matmul (mma.sync m16n8k16, f32 accumulation): C = A @ B
 //   A [batch.., M, K]$TRANSA_NOTE, B [batch.., K, N]$TRANSB_NOTE, C [batch.., M, N], $DTYPE
 //   block tile $BM x $BN, K step $BK, $THREADS threads (8 warps: 2 x 4, 64 x 32 each)
-typedef unsigned short u16;
-__device__ __forceinline__ u16 kiln_f2out(float f) { u16 h; asm("cvt.rn.$CVT.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-
-extern "C" __global__ void __launch_bounds__($THREADS) $NAME($PARAMS) {
-  const u16* __restrict__ A = (const u16*)$APTR;
-  const u16* __restrict__ B = (const u16*)$BPTR;
-  u16* __restrict__ C = (u16*)$CPTR;
-$SIZES  __shared__ __align__(16) u16 As[$BM][$BK + 8];
+$PRELUDE
+extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
+  const u16* __restrict__ A = $APTR;
+  const u16* __restrict__ B = $BPTR;
+$SIZES$EPILOGUE  __shared__ __align__(16) u16 As[$BM][$BK + 8];
   __shared__ __align__(16) u16 Bs[$BN][$BK + 8];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp >> 2, wn = warp & 3;       // the warp's 64 x 32 part of the tile
@@ -131,11 +266,9 @@ $TILE_START    float acc[4][4][4];
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const long long m = m0 + wm * 64 + i * 16 + g + (e >= 2 ? 8 : 0);
-          const long long n = n0 + wn * 32 + j * 8 + 2 * t + (e & 1);
-          if (m < M && n < N) C[offC + m * N + n] = kiln_f2out(acc[i][j][e]);
-        }
+        for (int e = 0; e < 4; e += 2)
+          kiln_epilogue(z, m0 + wm * 64 + i * 16 + g + (e ? 8 : 0), n0 + wn * 32 + j * 8 + 2 * t, acc[i][j][e],
+                        acc[i][j][e + 1]);
   }
 }
 )";
@@ -144,11 +277,11 @@ const char* kBody32 = R"(
 // kiln matmul (CUDA-core FMAs, exact f32): C = A @ B
 //   A [batch.., M, K]$TRANSA_NOTE, B [batch.., K, N]$TRANSB_NOTE, C [batch.., M, N], f32
 //   block tile $BM x $BN, K step $BK, $THREADS threads (16 x 16, 8 x 8 outputs each)
-extern "C" __global__ void __launch_bounds__($THREADS) $NAME($PARAMS) {
-  const float* __restrict__ A = (const float*)$APTR;
-  const float* __restrict__ B = (const float*)$BPTR;
-  float* __restrict__ C = (float*)$CPTR;
-$SIZES  __shared__ __align__(16) float As[$BK][$BM + 4];
+$PRELUDE
+extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
+  const float* __restrict__ A = $APTR;
+  const float* __restrict__ B = $BPTR;
+$SIZES$EPILOGUE  __shared__ __align__(16) float As[$BK][$BM + 4];
   __shared__ __align__(16) float Bs[$BK][$BN + 4];
   const int tid = threadIdx.x, ty = tid >> 4, tx = tid & 15;
   for (long long tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
@@ -188,10 +321,7 @@ $TILE_START    float acc[8][8];
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const long long m = m0 + ty * 8 + i, n = n0 + tx * 8 + j;
-        if (m < M && n < N) C[offC + m * N + n] = acc[i][j];
-      }
+      for (int j = 0; j < 8; j += 2) kiln_epilogue(z, m0 + ty * 8 + i, n0 + tx * 8 + j, acc[i][j], acc[i][j + 1]);
   }
 }
 )";
@@ -199,9 +329,8 @@ $TILE_START    float acc[8][8];
 }  // namespace
 
 MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::string& name) {
-  if (g.outputs().size() != 1) throw Error("kiln: internal: a matmul kernel has one output");
-  const Node& mm = g.node(g.outputs()[0].node);
-  if (mm.op != Op::Matmul) throw Error("kiln: internal: a matmul kernel's output is the matmul");
+  CompiledKernel probe;
+  const Node& mm = *matmulSignature(g, probe, false).mm;
   const Node& an = g.node(mm.inputs[0]);
   const Node& bn = g.node(mm.inputs[1]);
   const DType t = mm.dtype;
@@ -216,39 +345,12 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   const Dim K = mm.transA ? an.shape[ra - 2] : an.shape[ra - 1];
   Shape batch(mm.shape.begin(), mm.shape.end() - 2);
 
-  // Kernel parameters: tensors in graph order (inputs, then the output),
-  // then the dynamic dims.
   MatmulKernel out;
   CompiledKernel& k = out.kernel;
   k.name = name;
   k.schedule = "matmul";
   k.config = cfg.json();
-  std::string params;
-  std::map<int, std::string> ptrOf;
-  int p = 0;
-  auto addTensor = [&](const std::string& tname, DType dt, const Shape& s, bool output, int node) {
-    KernelTensor kt;
-    kt.name = tname;
-    kt.dtype = dt;
-    kt.shape = s;
-    kt.output = output;
-    k.tensors.push_back(kt);
-    std::string pn = "p" + std::to_string(p++);
-    params += std::string(params.empty() ? "" : ", ") + (output ? "void* " : "const void* ") + pn;
-    if (node >= 0) ptrOf[node] = pn;
-  };
-  for (int id : g.params()) {
-    const Node& n = g.node(id);
-    if (n.op != Op::Input)
-      throw Error("matmul: runtime scalar '" + n.name + "' in a matmul graph: epilogues come with the Hopper schedule");
-    addTensor(n.name, n.dtype, n.shape, false, id);
-  }
-  addTensor(g.outputs()[0].name, t, mm.shape, true, -1);
-  std::string cptr = "p" + std::to_string(p - 1);
-  for (const std::string& d : g.dynamicDims()) {
-    k.dims.push_back(d);
-    params += ", long long dim_" + d;
-  }
+  MatmulSignature sig = matmulSignature(g, k, false);
 
   // Batch offsets: walk the output's batch dims from the last; an operand
   // dim of size 1 (or missing) is broadcast.
@@ -272,6 +374,8 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   }
 
   std::string src = tc ? kBody16 : kBody32;
+  replaceAll(src, "$PRELUDE", sig.prelude);
+  replaceAll(src, "$EPILOGUE", sig.epilogue);
   replaceAll(src, "$SIZES", kSizes);
   replaceAll(src, "$TILE_START", kTileStart);
   // Coalesced staging: the contiguous index of each operand varies fastest.
@@ -305,10 +409,9 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   replaceAll(src, "$BK", std::to_string(cfg.blockK));
   replaceAll(src, "$THREADS", std::to_string(cfg.threads));
   replaceAll(src, "$NAME", name + "_s1");
-  replaceAll(src, "$PARAMS", params);
-  replaceAll(src, "$APTR", ptrOf.at(mm.inputs[0]));
-  replaceAll(src, "$BPTR", ptrOf.at(mm.inputs[1]));
-  replaceAll(src, "$CPTR", cptr);
+  replaceAll(src, "$PARAMS", sig.params);
+  replaceAll(src, "$APTR", sig.aPtr);
+  replaceAll(src, "$BPTR", sig.bPtr);
   replaceAll(src, "$M", dimExpr(M));
   replaceAll(src, "$N", dimExpr(N));
   replaceAll(src, "$K", dimExpr(K));

@@ -44,4 +44,30 @@ inline void replaceAll(std::string& s, const std::string& from, const std::strin
 
 MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& config, const std::string& name);
 
+// What both matmul generators share: the kernel's signature (tensors in
+// graph order: inputs, then outputs; the dynamic dims; the runtime scalars)
+// and its epilogue. The epilogue is a lambda the generated kernel defines
+// after its sizes (M, N as long long):
+//   kiln_epilogue(z, row, col, acc0, acc1)
+// computes every output of the graph at (batch z, row, col) and (z, row,
+// col + 1) from the accumulators and the inputs it reads (broadcast by
+// index math), bounds-checked against M and N. With `pairStores` the two
+// elements are stored with one 4- or 8-byte store where N is even (the
+// tensors must then be 16-byte aligned).
+struct MatmulSignature {
+  const Node* mm = nullptr;   // the matmul node
+  std::string params;         // the kernel's parameter list
+  std::string aPtr, bPtr;     // parameter names of the operands
+  std::string epilogue;       // defines kiln_epilogue (inside the kernel)
+  Dim M, N, K;
+  Shape batch;                // the output's batch dims
+  std::string prelude;        // device helpers (put before the kernel)
+};
+MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores);
+
+// A dim as a C expression: a literal, or the kernel parameter of a dynamic
+// dim; the product of dims [from, end) of a shape.
+std::string dimExpr(const Dim& d);
+std::string productExpr(const Shape& s, size_t from);
+
 }  // namespace kiln::compiler

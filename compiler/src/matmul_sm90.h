@@ -1,23 +1,23 @@
-// Internal, work in progress (issue 6): the Hopper matmul kernel's
-// generator. NOT USED by the planner yet and NOT YET RUN on a GPU: the
-// tests only check that every config of its space compiles through NVRTC
-// (compute_90a) and ptxas (sm_90a) without spills. The portable kernel
-// (matmul.h) serves every matmul until this one is verified on the H200.
+// Internal: the matmul schedule's Hopper kernel (sm_90a), generated CUDA C++
+// with inline PTX (no CUTLASS), compiled by NVRTC (compute_90a) and ptxas.
+// See shared/notes/hopper-gemm.md for where its structure comes from.
 //
-// The kernel (generated CUDA C++ with inline PTX; see shared/notes/
-// hopper-gemm.md for where its structure comes from):
-//  - C [M, N] = A [M, K] @ B^T, both operands K-major (B given as [N, K]),
-//    bf16 or f16 in, f32 accumulation, the output's dtype out;
-//  - a 128 x BN output tile per CTA, K in steps of 64; 384 threads: one
-//    producer warpgroup (one thread issues TMA loads of both tiles into a
+// The kernel:
+//  - C = A @ B (+ the graph's epilogue), bf16 or f16 in, f32 accumulation;
+//    A and B in either layout (K-major or M/N-major: the transposed wgmma
+//    forms read either), batched through 3-D tensor maps;
+//  - a persistent grid (one CTA per SM) walking 128 x BN output tiles in
+//    grouped order (group_m tile rows share B tiles in L2);
+//  - 384 threads: a producer warpgroup (one thread issues TMA loads into a
 //    ring of `stages` shared-memory buffers, 128-byte swizzled, guarded by
-//    full/empty mbarriers) and two consumer warpgroups (64 rows each,
-//    wgmma m64nBNk16 from shared-memory descriptors);
+//    full/empty mbarriers) and two consumer warpgroups (64 rows each, wgmma
+//    m64nBNk16 from shared-memory descriptors, one wgmma group in flight);
 //  - register reallocation (setmaxnreg: producer 40, consumers 232);
-//  - an epilogue straight from registers to global memory (predicated: any
-//    M, N; TMA zero-fills the K tail).
-// Tensor maps (cuTensorMapEncodeTiled, 128B swizzle, boxes {64, 128} and
-// {64, BN}) are kernel parameters (__grid_constant__), built by the host.
+//  - the epilogue (matmul.h) applied in registers, stored straight to
+//    global memory (any M, N; TMA zero-fills the tails of K and the tiles).
+// Tensor maps (one per operand) are kernel parameters after the usual ABI's
+// (__grid_constant__), built by the launcher from the CompiledKernel's
+// tensorMaps, each time from the launch's pointers and sizes.
 #pragma once
 
 #include <string>
@@ -25,12 +25,14 @@
 
 #include "kiln/compiler/api.h"
 #include "kiln/dtype.h"
+#include "matmul.h"
 
 namespace kiln::compiler {
 
 struct KILN_COMPILER_API Sm90MatmulConfig {
-  int blockN = 256;      // 128 or 256
-  int stages = 3;        // shared-memory ring depth
+  int blockN = 256;      // 64, 128, 192 or 256
+  int stages = 4;        // shared-memory ring depth
+  int groupM = 16;       // tile rows walked together (L2 reuse of B tiles)
   int producerRegs = 40; // setmaxnreg for the producer warpgroup
   int consumerRegs = 232;
   std::string json() const;
@@ -38,10 +40,23 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
   int sharedBytes() const;
 };
 
+// Applies a JSON override (keys: block_n, stages, group_m); throws
+// kiln::Error naming a bad key or value.
+KILN_COMPILER_API void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json);
+
+// The heuristic: the widest tile that still gives every SM a tile, the
+// deepest ring that fits.
+KILN_COMPILER_API Sm90MatmulConfig sm90MatmulHeuristic(const Graph& g, int smCount);
+
 // The default search space (every config must compile without spills).
 KILN_COMPILER_API std::vector<Sm90MatmulConfig> sm90MatmulSpace();
 
-// The kernel's CUDA C++ source; its entry point is `name`.
-KILN_COMPILER_API std::string emitSm90MatmulSource(DType dtype, const Sm90MatmulConfig& config, const std::string& name);
+// Whether the Hopper kernel takes this graph's matmul: bf16/f16, and the
+// row stride of each operand (its contiguous dim) a static multiple of 8
+// elements (TMA needs 16-byte strides). Otherwise the portable kernel runs.
+KILN_COMPILER_API bool sm90MatmulApplies(const Graph& g);
+
+// The kernel (source, signature, tensor maps, launch geometry).
+KILN_COMPILER_API MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& config, const std::string& name, int smCount);
 
 }  // namespace kiln::compiler

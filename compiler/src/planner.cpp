@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "cuda_element.h"
 #include "frames.h"
 
 namespace kiln::compiler {
@@ -498,38 +499,87 @@ Plan Planner::run() {
 
 }  // namespace
 
-// A graph with a matmul compiles today when it is the matmul alone: inputs
-// -> matmul -> one output. Everything else around a matmul (its epilogue,
-// operands computed in the graph, other outputs) comes with the Hopper
-// matmul schedule and is refused with the list of what is in the way.
+// A graph with a matmul: one kernel, the matmul and its epilogue. The
+// matmul's operands must be graph inputs; every other computed node must be
+// elementwise (float or bool values, see cuda_element.h) over a shape that
+// broadcasts to the matmul's output, so that the kernel computes it per
+// output element from the accumulator and the inputs it reads (bias,
+// residual, runtime scalars); outputs must have the matmul's full shape.
+// Anything else (operands computed in the graph, reductions of the product,
+// views, a second matmul) is refused with the list of what is in the way.
 Plan Planner::matmulOnly() {
   std::vector<std::string> extra;
-  int matmuls = 0;
+  int matmuls = 0, mmId = -1;
+  for (int id : order_)
+    if (g_.node(id).op == Op::Matmul) {
+      ++matmuls;
+      mmId = id;
+    }
+  const Node& mm = g_.node(mmId);
+  auto broadcastsTo = [](const Shape& s, const Shape& to) {
+    if (s.size() > to.size()) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const Dim& d = s[s.size() - 1 - i];
+      if (!(d == to[to.size() - 1 - i]) && !(d.isStatic() && d.size == 1)) return false;
+    }
+    return true;
+  };
   for (int id : order_) {
     const Node& n = g_.node(id);
-    if (n.op == Op::Matmul) ++matmuls;
-    else if (n.op != Op::Input) extra.push_back(std::string(opName(n.op)) + " " + typeToString(n.dtype, n.shape));
+    if (n.op == Op::Matmul || n.op == Op::Input || n.op == Op::Scalar || n.op == Op::Constant) continue;
+    const bool ok = matmuls == 1 && cudaElementSupported(g_, n) && broadcastsTo(n.shape, mm.shape);
+    if (!ok) extra.push_back(std::string(opName(n.op)) + " " + typeToString(n.dtype, n.shape));
   }
-  const Node& out = g_.node(g_.outputs()[0].node);
-  bool ok = matmuls == 1 && extra.empty() && g_.outputs().size() == 1 && out.op == Op::Matmul;
-  for (int id : g_.params()) ok = ok && g_.node(id).op == Op::Input;
-  if (!ok) {
+  std::string problems;
+  if (matmuls == 1) {
+    for (int i : mm.inputs)
+      if (g_.node(i).op != Op::Input)
+        problems += "; matmul operand '" + std::string(i == mm.inputs[0] ? "a" : "b") +
+                    "' is computed in the graph (" + std::string(opName(g_.node(i).op)) +
+                    "): operands must be graph inputs";
+    for (const GraphOutput& o : g_.outputs()) {
+      const Node& n = g_.node(o.node);
+      if (!(n.shape == mm.shape) || n.op == Op::Input || n.op == Op::Scalar || n.op == Op::Constant)
+        problems += "; output '" + o.name + "' " + typeToString(n.dtype, n.shape) +
+                    " is not computed per element of the matmul's output " + typeToString(mm.dtype, mm.shape);
+    }
+    for (int id : g_.params())
+      if (g_.node(id).op == Op::Scalar && !(g_.node(id).dtype == DType::F32 || g_.node(id).dtype == DType::BF16 ||
+                                             g_.node(id).dtype == DType::F16 || g_.node(id).dtype == DType::Bool))
+        problems += "; scalar '" + g_.node(id).name + "' is " + std::string(dtypeName(g_.node(id).dtype)) +
+                    " (epilogue scalars are float or bool)";
+  }
+  if (matmuls != 1 || !extra.empty() || !problems.empty()) {
     std::string what;
     for (const std::string& e : extra) what += (what.empty() ? "" : ", ") + e;
-    throw Error("kiln: compile: 'matmul' compiles only as a graph of its own for now (tensor inputs -> one matmul -> "
-                "one output); this graph has " +
+    throw Error("kiln: compile: a graph with a matmul compiles to one kernel, the matmul and its epilogue "
+                "(elementwise float ops on its output: bias, activations, residual, scaling, casts); this graph has " +
                 (matmuls > 1 ? std::to_string(matmuls) + " matmuls" : std::string("")) +
-                (matmuls > 1 && !what.empty() ? " and " : "") + (what.empty() ? "" : "other ops: " + what) +
-                (g_.outputs().size() != 1 ? " (" + std::to_string(g_.outputs().size()) + " outputs)" : "") +
-                ". Fused epilogues (bias, activations, residual, casts) come with the Hopper matmul schedule; "
-                "until then compile the matmul and the rest as separate graphs");
+                (matmuls > 1 && !what.empty() ? " and " : "") +
+                (what.empty() ? "" : "ops the epilogue cannot take: " + what) +
+                (problems.empty() ? "" : std::string(what.empty() ? "" : "; ") + problems.substr(2)) +
+                ". Compile the rest (operand preparation, reductions of the product) as separate graphs");
   }
   Plan plan;
   KernelPlan kp;
   kp.kind = KernelPlan::Kind::Matmul;
   kp.graph = bindDims(g_, {});
-  kp.why = "kernel 0: matmul " + typeToString(out.dtype, out.shape) + (out.transA ? ", A transposed" : "") +
-           (out.transB ? ", B transposed" : "") + ", writes " + g_.outputs()[0].name;
+  std::string epi;
+  int numEpi = 0;
+  for (int id : order_) {
+    const Node& n = g_.node(id);
+    if (isElementwise(n.op)) {
+      ++numEpi;
+      if (numEpi <= 8) epi += (epi.empty() ? "" : " ") + std::string(opName(n.op));
+    }
+  }
+  if (numEpi > 8) epi += " ...";
+  std::string outs;
+  for (const GraphOutput& o : g_.outputs()) outs += (outs.empty() ? "" : ", ") + o.name;
+  kp.why = "kernel 0: matmul " + typeToString(mm.dtype, mm.shape) + (mm.transA ? ", A transposed" : "") +
+           (mm.transB ? ", B transposed" : "") +
+           (numEpi ? ", epilogue of " + std::to_string(numEpi) + " fused elementwise op(s) (" + epi + ")" : "") +
+           ", writes " + outs;
   plan.explain = kp.why + "\n";
   plan.kernels.push_back(std::move(kp));
   return plan;

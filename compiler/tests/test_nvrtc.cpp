@@ -10,6 +10,11 @@
 #include "kiln/compiler/nvrtc.h"
 #include "kiln/error.h"
 #include "../src/matmul_sm90.h"
+#include "kiln/compiler/compile.h"
+#include "kiln/dsl/oplib.h"
+#include "kiln/dsl/ops.h"
+
+#include <memory>
 
 using namespace kiln::compiler;
 using Catch::Matchers::Contains;
@@ -98,24 +103,85 @@ extern "C" __global__ void kiln_bad_asm(int* p) { asm volatile("not.an.instructi
   }
 }
 
-TEST_CASE("the sm_90a matmul kernel (not yet used) compiles without spills for every config of its space",
+namespace {
+
+// y = gelu_tanh(a @ b + bias) (the heaviest epilogue of the lesson), a
+// [M, K], b [K, N] or [N, K].
+kiln::Graph linearGelu(kiln::DType t, bool transA, bool transB) {
+  using namespace kiln;
+  Graph g;
+  Dim M("M");
+  const int64_t N = 512, K = 256;
+  Tensor a = g.input("a", t, transA ? Shape{K, M} : Shape{M, K});
+  Tensor b = g.input("b", t, transB ? Shape{N, K} : Shape{K, N});
+  Tensor bias = g.input("bias", t, {N});
+  g.output("y", gelu_tanh(matmul(a, b, {transA, transB}) + bias));
+  return g;
+}
+
+void checkSm90Kernel(const kiln::compiler::CompiledKernel& k, int blockN) {
+  CHECK(k.schedule == "matmul");
+  CHECK_THAT(k.source, Contains("wgmma.mma_async.sync.aligned.m64n"));
+  CHECK_THAT(k.ptx, Contains("wgmma.mma_async.sync.aligned.m64n" + std::to_string(blockN) + "k16"));
+  CHECK_THAT(k.ptx, Contains("cp.async.bulk.tensor.3d"));
+  CHECK_THAT(k.ptx, Contains("setmaxnreg.inc.sync.aligned.u32 232"));
+  CHECK(k.tensorMaps.size() == 2);
+  CHECK(k.launch.threadsPerBlock == 384);
+  REQUIRE(k.resources.size() == 1);
+  CHECK(k.resources[0].spillStoreBytes == 0);
+  CHECK(k.resources[0].spillLoadBytes == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the sm_90a matmul kernel compiles without spills for every config of its space",
           "[compiler][nvrtc][matmul]") {
   const auto space = sm90MatmulSpace();
-  REQUIRE(space.size() >= 3);
+  REQUIRE(space.size() >= 8);
+  for (const Sm90MatmulConfig& c : space) {
+    INFO(c.json());
+    kiln::compiler::CompileOptions o;
+    o.chip = "sm_90";
+    o.kernelConfigs[0] = c.json();
+    auto cg = kiln::compiler::compileGraph(linearGelu(kiln::DType::BF16, false, false), o);
+    REQUIRE(cg.kernels.size() == 1);
+    checkSm90Kernel(cg.kernels[0], c.blockN);
+    CHECK(cg.kernels[0].config == c.json());
+  }
+}
+
+TEST_CASE("the sm_90a matmul kernel: every layout and dtype, the heuristic's config", "[compiler][nvrtc][matmul]") {
   for (kiln::DType t : {kiln::DType::BF16, kiln::DType::F16})
-    for (const Sm90MatmulConfig& c : space) {
-      INFO(kiln::dtypeName(t) << " " << c.json());
-      CudaCompileOptions o;
-      o.name = "kiln_matmul_sm90.cu";
-      CudaToPtxResult p = cudaToPtx(emitSm90MatmulSource(t, c, "kiln_matmul_sm90"), o);
-      CHECK_THAT(p.ptx, Contains("wgmma.mma_async.sync.aligned.m64n" + std::to_string(c.blockN) + "k16"));
-      CHECK_THAT(p.ptx, Contains("cp.async.bulk.tensor.2d"));
-      CHECK_THAT(p.ptx, Contains("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(c.consumerRegs)));
-      CubinResult cubin = ptxToCubin(p.ptx, "sm_90a", CubinOptions{});
-      const ResourceReport* r = cubin.kernel("kiln_matmul_sm90");
-      REQUIRE(r != nullptr);
-      CHECK(r->spillStoreBytes == 0);
-      CHECK(r->spillLoadBytes == 0);
-    }
-  CHECK_THROWS_WITH(emitSm90MatmulSource(kiln::DType::F32, space[0], "k"), Contains("bf16 or f16"));
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        INFO(kiln::dtypeName(t) << " transA " << ta << " transB " << tb);
+        kiln::compiler::CompileOptions o;
+        o.chip = "sm_90";
+        kiln::Graph g = linearGelu(t, ta, tb);
+        if (ta) {  // A stored [K, M] needs a static M (its rows' stride)
+          kiln::Graph h;
+          kiln::Tensor a = h.input("a", t, {256, 384});
+          kiln::Tensor b = h.input("b", t, tb ? kiln::Shape{512, 256} : kiln::Shape{256, 512});
+          h.output("y", kiln::matmul(a, b, {true, tb}));
+          g = h;
+        }
+        auto cg = kiln::compiler::compileGraph(g, o);
+        REQUIRE(cg.kernels.size() == 1);
+        checkSm90Kernel(cg.kernels[0], kiln::compiler::sm90MatmulHeuristic(g, o.smCount).blockN);
+      }
+  // Off Hopper, or with rows TMA cannot take, the portable kernel serves.
+  kiln::compiler::CompileOptions o;
+  o.chip = "sm_80";
+  auto cg = kiln::compiler::compileGraph(linearGelu(kiln::DType::BF16, false, false), o);
+  CHECK_THAT(cg.kernels[0].source, Contains("mma.sync.aligned.m16n8k16"));
+  CHECK(cg.kernels[0].tensorMaps.empty());
+  kiln::Graph odd;
+  odd.output("y", kiln::matmul(odd.input("a", kiln::DType::BF16, {64, 100}), odd.input("b", kiln::DType::BF16, {100, 64})));
+  CHECK_FALSE(sm90MatmulApplies(odd));
+  o.chip = "sm_90";
+  CHECK_THAT(kiln::compiler::compileGraph(odd, o).kernels[0].source, Contains("mma.sync.aligned.m16n8k16"));
+  CHECK_THROWS_WITH(applySm90MatmulOverride(*std::make_unique<Sm90MatmulConfig>(), "{\"block_n\": 96}"),
+                    Contains("block_n"));
+  Sm90MatmulConfig big;
+  CHECK_THROWS_WITH(applySm90MatmulOverride(big, "{\"block_n\": 256, \"stages\": 8}"), Contains("shared memory"));
 }

@@ -74,7 +74,7 @@ compiler::KernelTensor tensorFrom(const json& j) {
   return t;
 }
 
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;  // 2: tensor maps (the sm_90a matmul)
 
 }  // namespace
 
@@ -85,7 +85,8 @@ std::string cacheKey(const Graph& g, const compiler::CompileOptions& o) {
                   o.chip + "\nsms " + std::to_string(o.smCount) + "\nroute " +
                   std::string(compiler::routeName(o.route)) + "\nvariants " +
                   std::to_string(static_cast<int>(o.variants)) + "\nkeepText " + (o.keepText ? "1" : "0") +
-                  "\nconfig " + o.configOverride + "\nrowConfig " + o.rowConfigOverride + "\n";
+                  "\nconfig " + o.configOverride + "\nrowConfig " + o.rowConfigOverride + "\nmatmulConfig " +
+                  o.matmulConfigOverride + "\n";
   for (const auto& [index, config] : o.kernelConfigs) k += "kernelConfig " + std::to_string(index) + " " + config + "\n";
   k += g.toText();
   return rt::hashHex(k);
@@ -116,6 +117,9 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
                     {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks},
                     {"shared_bytes", k.launch.sharedBytes}};
     jk["source"] = k.source;
+    jk["tensor_maps"] = json::array();
+    for (const auto& m : k.tensorMaps)
+      jk["tensor_maps"].push_back({{"tensor", m.tensor}, {"box_inner", m.boxInner}, {"box_rows", m.boxRows}});
     jk["mlir"] = k.mlir;
     jk["ptx"] = k.ptx;
     jk["cubin"] = json::binary(std::vector<uint8_t>(k.cubin.begin(), k.cubin.end()));
@@ -160,6 +164,9 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       k.launch.maxBlocks = l.at("max_blocks").get<int64_t>();
       k.launch.sharedBytes = l.at("shared_bytes").get<int>();
       k.source = jk.value("source", std::string());
+      if (jk.contains("tensor_maps"))
+        for (const json& m : jk.at("tensor_maps"))
+          k.tensorMaps.push_back({m.at("tensor").get<int>(), m.at("box_inner").get<int>(), m.at("box_rows").get<int>()});
       k.mlir = jk.at("mlir").get<std::string>();
       k.ptx = jk.at("ptx").get<std::string>();
       const auto& bin = jk.at("cubin").get_binary();

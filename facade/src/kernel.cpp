@@ -13,6 +13,7 @@
 #include "kiln/runtime/driver.h"
 #include "kiln/runtime/launch.h"
 #include "kiln/runtime/module.h"
+#include "kiln/runtime/tensor_map.h"
 #include "workspace.h"
 
 namespace kiln {
@@ -54,6 +55,17 @@ struct PreparedKernel {
   // loaded and never changed after, so launches read it without a lock;
   // otherwise `scalar` is filled in by loadScalarEntries.
   bool ownScalar = false;
+  // The TMA tensor maps the kernel takes after its other parameters
+  // (CompiledKernel::tensorMaps), with each axis of the tensor as a static
+  // size or (size < 0) the kernel dim index -size - 1.
+  struct MapRule {
+    size_t tensor = 0;
+    DType dtype = DType::BF16;
+    std::vector<int64_t> axes;
+    uint32_t boxInner = 64, boxRows = 64;
+    std::string what;  // "matmul operand 'a' of kernel 'kiln_matmul0'"
+  };
+  std::vector<MapRule> maps;
 };
 
 struct Kernel::Impl {
@@ -272,6 +284,26 @@ void prepare(Kernel::Impl& impl) {
       if (!pk.iterDims.empty() && pk.iterDims.back() < 0)
         misfit(ck, "its launch iterates over dim " + d.name + ", which it does not take");
     }
+    for (const compiler::TensorMapParam& m : ck.tensorMaps) {
+      if (m.tensor < 0 || static_cast<size_t>(m.tensor) >= ck.tensors.size() || ck.tensors[m.tensor].shape.size() < 2)
+        misfit(ck, "a tensor map names tensor " + std::to_string(m.tensor) + ", which is not a tensor of rank >= 2");
+      const compiler::KernelTensor& t = ck.tensors[static_cast<size_t>(m.tensor)];
+      PreparedKernel::MapRule rule;
+      rule.tensor = static_cast<size_t>(m.tensor);
+      rule.dtype = t.dtype;
+      rule.boxInner = static_cast<uint32_t>(m.boxInner);
+      rule.boxRows = static_cast<uint32_t>(m.boxRows);
+      rule.what = ck.schedule + " operand '" + t.name + "' of kernel '" + ck.name + "'";
+      for (const Dim& d : t.shape) {
+        if (d.isStatic()) rule.axes.push_back(d.size);
+        else {
+          int di = indexOf(ck.dims, d.name);
+          if (di < 0) misfit(ck, "tensor '" + t.name + "' has dim " + d.name + ", which the kernel does not take");
+          rule.axes.push_back(-static_cast<int64_t>(di) - 1);
+        }
+      }
+      pk.maps.push_back(std::move(rule));
+    }
     pk.packer = std::make_unique<rt::ArgPacker>(std::move(ks));
     impl.kernels.push_back(std::move(pk));
   }
@@ -312,6 +344,40 @@ struct KernelRegistry {
   }
 };
 
+// A kernel that takes TMA tensor maps: they are encoded from this launch's
+// pointers and sizes and passed after the packed parameters. Such a kernel
+// has one entry and needs every tensor 16-byte aligned.
+[[gnu::noinline]] void launchWithTensorMaps(const PreparedKernel& pk, const rt::LaunchConfig& cfg,
+                                            const rt::ArgBlock& block) {
+  if (!block.vectorizable()) {
+    const uint64_t bad = block.misalignedMask();
+    for (size_t t = 0; t < pk.ck->tensors.size() && t < 64; ++t)
+      if (bad & (uint64_t(1) << t))
+        throw Error("kiln: launch of kernel '" + pk.ck->name + "': tensor '" + pk.ck->tensors[t].name +
+                    "' is not " + std::to_string(pk.ck->tensors[t].alignment) +
+                    "-byte aligned; this kernel's TMA loads and paired stores need every tensor aligned (pointers "
+                    "from cudaMalloc and PyTorch allocations are)");
+  }
+  constexpr size_t kMaxMaps = 4;
+  if (pk.maps.size() > kMaxMaps || block.size() + pk.maps.size() > rt::ArgBlock::kMaxParams)
+    throw Error("kiln: internal: kernel '" + pk.ck->name + "' takes too many tensor maps");
+  std::array<rt::TensorMap, kMaxMaps> maps;
+  std::array<void*, rt::ArgBlock::kMaxParams> params;
+  for (size_t i = 0; i < block.size(); ++i) params[i] = block.params()[i];
+  for (size_t m = 0; m < pk.maps.size(); ++m) {
+    const PreparedKernel::MapRule& r = pk.maps[m];
+    auto size = [&](int64_t a) { return a >= 0 ? a : block.dimValue(static_cast<size_t>(-a - 1)); };
+    const size_t rank = r.axes.size();
+    uint64_t batch = 1;
+    for (size_t a = 0; a + 2 < rank; ++a) batch *= static_cast<uint64_t>(size(r.axes[a]));
+    rt::encodeTensorMap3d(maps[m], r.what.c_str(), r.dtype, reinterpret_cast<const void*>(block.slot(r.tensor)),
+                          static_cast<uint64_t>(size(r.axes[rank - 1])), static_cast<uint64_t>(size(r.axes[rank - 2])),
+                          batch, r.boxInner, r.boxRows);
+    params[block.size() + m] = &maps[m];
+  }
+  rt::launch(pk.vectorized, cfg, params.data());
+}
+
 void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock& block, void* stream) {
   int64_t total = pk.staticIter;
   for (int d : pk.iterDims) total *= block.dimValue(static_cast<size_t>(d));
@@ -325,6 +391,10 @@ void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock&
   cfg.block.x = static_cast<unsigned>(lg.threadsPerBlock);
   cfg.sharedBytes = static_cast<unsigned>(lg.sharedBytes);
   cfg.stream = stream;
+  if (!pk.maps.empty()) {
+    launchWithTensorMaps(pk, cfg, block);
+    return;
+  }
   if (block.vectorizable()) [[likely]] {
     rt::launch(pk.vectorized, cfg, block);
     return;
@@ -397,7 +467,8 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
   const std::string graphText = graph.toText();
   if (options.tune != CompileOptions::Tune::Off) tuningNotes = detail::resolveTuning(graph, graphText, options, co);
   std::string key = chip + "|" + std::string(compiler::routeName(options.route)) + "|" +
-                    (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + options.rowConfigOverride + "|";
+                    (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + options.rowConfigOverride + "|" +
+                    options.matmulConfigOverride + "|";
   for (const auto& [index, config] : co.kernelConfigs) key += std::to_string(index) + "=" + config + ";";
   key += "|" + graphText;
   key += options.diskCache ? "|disk" : "|nodisk";
@@ -426,6 +497,7 @@ compiler::CompileOptions compilerOptions(const CompileOptions& options, const st
   co.keepText = options.keepText;
   co.configOverride = options.configOverride;
   co.rowConfigOverride = options.rowConfigOverride;
+  co.matmulConfigOverride = options.matmulConfigOverride;
   co.variants = compiler::EntryVariants::VectorOnly;
   if (rt::driverAvailable()) co.smCount = rt::Device::current().basics().smCount;
   return co;

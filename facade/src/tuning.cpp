@@ -467,7 +467,7 @@ std::vector<std::string> resolveTuning(const Graph& graph, const std::string& gr
   const bool useMemo = options.tuningDatabase == nullptr;
   std::string key = std::string(modeName(mode)) + "|" +
                     device.str() + "|" + co.chip + "|" + std::to_string(co.smCount) + "|" + co.configOverride + "|" +
-                    co.rowConfigOverride + "|" + std::to_string(options.tuneIters) + "|";
+                    co.rowConfigOverride + "|" + co.matmulConfigOverride + "|" + std::to_string(options.tuneIters) + "|";
   for (const auto& [name, v] : options.dims) key += name + "=" + std::to_string(v) + ",";
   key += "|" + graphText;
   if (auto it = memo().find(key); useMemo && it != memo().end()) {

@@ -68,6 +68,8 @@ struct CompileOptions {
   // for pointwise kernels, and for row-reduction kernels.
   std::string configOverride;
   std::string rowConfigOverride;
+  // The same for matmul kernels on Hopper (keys: block_n, stages, group_m).
+  std::string matmulConfigOverride;
   // Look up and store compiled kernels in the disk cache ($KILN_CACHE_DIR,
   // else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; KILN_CACHE=0 turns it off
   // for the whole process). A second process compiling an equal graph with

@@ -56,6 +56,19 @@ struct LaunchGeometry {
   int sharedBytes = 0;     // dynamic shared memory per block
 };
 
+// A TMA tensor map the launcher builds for the kernel: the kernel takes one
+// 128-byte map per entry, in order, after its other parameters (tensors,
+// dims, scalars). Tensor `tensor` (an index into CompiledKernel::tensors) is
+// seen as 3-D: inner (its last dim), rows (the one before) and batch (the
+// product of the rest); the map is 128-byte swizzled with box
+// {boxInner, boxRows, 1}, out-of-bounds elements read as zero. The launcher
+// encodes it from each launch's pointer and sizes (cuTensorMapEncodeTiled).
+struct TensorMapParam {
+  int tensor = 0;
+  int boxInner = 64;
+  int boxRows = 64;
+};
+
 struct CompiledKernel {
   std::string name;        // base name, also the prefix of the entries
   std::string schedule;    // "pointwise", "row_reduction", "matmul"
@@ -66,6 +79,7 @@ struct CompiledKernel {
   std::vector<KernelScalar> scalars;
   std::vector<KernelEntry> entries;  // vectorized first
   LaunchGeometry launch;
+  std::vector<TensorMapParam> tensorMaps;  // the matmul's TMA operands (sm_90a)
   // Artifacts.
   std::string source;      // CUDA C++ (the matmul schedule), when kept
   std::string mlir;
@@ -102,6 +116,8 @@ struct CompileOptions {
   // The same for row-reduction kernels (keys: threads_per_row, threads,
   // vector, persistent, unroll).
   std::string rowConfigOverride;
+  // The same for the Hopper matmul kernel (keys: block_n, stages, group_m).
+  std::string matmulConfigOverride;
   // Per kernel (by its index in the plan, see describeKernels): a JSON
   // object applied after the schedule-wide overrides above. What the tuner
   // and the tuning database set. A kernel given here is built exactly as
@@ -148,7 +164,7 @@ struct KernelTuningInfo {
 // The schedules' versions (stored with tuned configs).
 inline constexpr int kPointwiseScheduleVersion = 1;
 inline constexpr int kRowReductionScheduleVersion = 1;
-inline constexpr int kMatmulScheduleVersion = 1;
+inline constexpr int kMatmulScheduleVersion = 2;
 
 // Plans the graph and describes each kernel (milliseconds or less: no MLIR).
 KILN_COMPILER_API std::vector<KernelTuningInfo> describeKernels(const Graph& graph,

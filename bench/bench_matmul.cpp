@@ -1,0 +1,216 @@
+// Matmul on the GPU: kiln's kernels at the shapes of issue 6, for
+// docs/benchmarks.md, printed next to nothing else: cuBLAS and
+// torch.compile come from shared/bench/anchors.py (gemm) in the same device
+// run (scripts/gpu-run.sh, KILN_ANCHORS=gemm).
+//
+//   bench_matmul            every case below
+//   bench_matmul SUBSTR...  the cases whose name contains one of SUBSTR
+//
+// Cases: plain bf16 GEMM (a [M, K] @ b [K, N], the layout of torch's a @ b)
+// and GEMM + bias + gelu_tanh at 8192^3, 4096^3 and 8192x8192x2048; small M
+// (16, 64, 128 x 8192 x 8192); the nn.Linear layout (b stored [N, K]).
+// Each case checks 4 sampled rows of its output against an fp64 reference
+// on the host, then times the launch (rt::benchmark: median of CUDA-event
+// timed runs, L2 flushed) and prints TFLOP/s and one JSON line. Then the
+// compile time of one matmul kernel (generate, NVRTC, ptxas; no cache) and a
+// warm start: a fresh process compiling the lesson's graph from the disk
+// cache.
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <tuple>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "kiln/runtime/device.h"
+#include "kiln/runtime/device_buffer.h"
+#include "kiln/runtime/driver.h"
+#include "kiln/runtime/timing.h"
+
+extern char** environ;
+
+using namespace kiln;
+
+namespace {
+
+float bf16ToFloat(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t floatToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+struct Case {
+  std::string name;
+  int64_t m, n, k;
+  bool epilogue;  // + bias, gelu_tanh
+  bool transB;    // b stored [N, K]
+};
+
+Graph caseGraph(const Case& c) {
+  Graph g;
+  Tensor a = g.input("a", DType::BF16, {c.m, c.k});
+  Tensor b = g.input("b", DType::BF16, c.transB ? Shape{c.n, c.k} : Shape{c.k, c.n});
+  Tensor y = matmul(a, b, {false, c.transB});
+  if (c.epilogue) y = gelu_tanh(y + g.input("bias", DType::BF16, {c.n}));
+  g.output("y", y);
+  return g;
+}
+
+double geluTanh(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+void runCase(const Case& c) {
+  Graph g = caseGraph(c);
+  auto t0 = std::chrono::steady_clock::now();
+  Kernel k = compile(g);
+  const double compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<uint16_t> ha(c.m * c.k), hb(c.k * c.n), hbias(c.n);
+  for (auto& v : ha) v = floatToBf16(dist(rng));
+  for (auto& v : hb) v = floatToBf16(dist(rng));
+  for (auto& v : hbias) v = floatToBf16(dist(rng));
+  rt::DeviceBuffer a(ha.size() * 2), b(hb.size() * 2), bias(hbias.size() * 2), y(c.m * c.n * 2);
+  a.upload(ha.data(), ha.size() * 2);
+  b.upload(hb.data(), hb.size() * 2);
+  bias.upload(hbias.data(), hbias.size() * 2);
+  y.poison();
+  std::vector<TensorView> views{TensorView(a.data(), DType::BF16, {c.m, c.k}),
+                                TensorView(b.data(), DType::BF16, c.transB ? std::vector<int64_t>{c.n, c.k}
+                                                                           : std::vector<int64_t>{c.k, c.n})};
+  if (c.epilogue) views.emplace_back(bias.data(), DType::BF16, std::vector<int64_t>{c.n});
+  views.emplace_back(y.data(), DType::BF16, std::vector<int64_t>{c.m, c.n});
+  k.launch(std::span<const TensorView>(views));
+  KILN_CU_CHECK(rt::driver().ctxSynchronize());
+  // Check sampled rows against fp64.
+  std::vector<uint16_t> hy(c.m * c.n);
+  y.download(hy.data(), hy.size() * 2);
+  double worst = 0;
+  int bad = 0;
+  for (int64_t row : {int64_t{0}, c.m / 3, c.m / 2 + 1, c.m - 1}) {
+    for (int64_t col = 0; col < c.n; ++col) {
+      double acc = 0;
+      for (int64_t kk = 0; kk < c.k; ++kk)
+        acc += double(bf16ToFloat(ha[row * c.k + kk])) *
+               double(bf16ToFloat(c.transB ? hb[col * c.k + kk] : hb[kk * c.n + col]));
+      double want = c.epilogue ? geluTanh(acc + bf16ToFloat(hbias[col])) : acc;
+      double have = bf16ToFloat(hy[row * c.n + col]);
+      double err = std::fabs(have - want) / std::max(1.0, std::fabs(want));
+      worst = std::max(worst, err);
+      if (!(err <= 1.6e-2)) ++bad;  // bf16 output: 2^-8 relative, plus f32 summation
+    }
+  }
+  rt::BenchmarkOptions bo;
+  bo.warmup = 3;
+  bo.iters = 20;
+  rt::BenchmarkResult r = rt::benchmark([&] { k.launch(std::span<const TensorView>(views)); }, bo);
+  const double tflops = 2.0 * c.m * c.n * c.k / (r.medianUs * 1e-6) / 1e12;
+  std::string cfg = k.explain();
+  std::printf("%-34s %9.1f us  %6.1f TFLOP/s  check %s (max rel err %.2e)  compile %.0f ms\n", c.name.c_str(),
+              r.medianUs, tflops, bad ? "FAILED" : "ok", worst, compileMs);
+  std::printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"check\": \"%s\"}\n", c.name.c_str(), r.medianUs,
+              tflops, bad ? "failed" : "ok");
+  std::fflush(stdout);
+}
+
+// Compile time of one matmul kernel, nothing cached.
+void compileTime() {
+  std::vector<double> ms;
+  for (int i = 0; i < 3; ++i) {
+    Graph g = caseGraph({"", 8192, 8192 + 8 * i, 8192, true, false});
+    auto t0 = std::chrono::steady_clock::now();
+    compiler::CompileOptions co;
+    co.chip = "sm_90";
+    compiler::CompiledGraph cg = compiler::compileGraph(g, co);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (i == 0) {
+      std::printf("compile stages (gemm+bias+gelu):");
+      for (const auto& s : cg.kernels[0].stages) std::printf(" %s %.1f ms", s.name.c_str(), s.ms);
+      std::printf("\n");
+    }
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("compile of one matmul kernel (generate, NVRTC, ptxas), no cache: median %.0f ms of 3\n", ms[1]);
+}
+
+int warmChild() {
+  Graph g = caseGraph({"", 8192, 8192, 8192, true, false});
+  auto t0 = std::chrono::steady_clock::now();
+  Kernel k = compile(g);
+  const double first = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  Graph h = caseGraph({"", 4096, 4096, 4096, true, false});
+  t0 = std::chrono::steady_clock::now();
+  Kernel k2 = compile(h);
+  const double second = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const Stats s = stats();
+  std::printf("warm start from the disk cache (fresh process): first kernel %.2f ms (includes one-time setup), "
+              "second %.2f ms; kernels compiled %llu, loaded from cache %llu\n",
+              first, second, static_cast<unsigned long long>(s.kernelsCompiled),
+              static_cast<unsigned long long>(s.kernelsFromDiskCache));
+  return s.kernelsCompiled == 0 ? 0 : 1;
+}
+
+void warmStart(const char* self) {
+  const std::string dir = (std::filesystem::temp_directory_path() / "kiln-bench-matmul-cache").string();
+  std::filesystem::remove_all(dir);
+  setenv("KILN_CACHE_DIR", dir.c_str(), 1);
+  (void)compile(caseGraph({"", 8192, 8192, 8192, true, false}));
+  (void)compile(caseGraph({"", 4096, 4096, 4096, true, false}));
+  pid_t pid;
+  char* argv[] = {const_cast<char*>(self), const_cast<char*>("warm-child"), nullptr};
+  if (posix_spawn(&pid, self, nullptr, nullptr, argv, environ) != 0) return;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc > 1 && std::string(argv[1]) == "warm-child") return warmChild();
+    if (!rt::driverAvailable()) {
+      std::printf("SKIPPED: bench_matmul needs a GPU (%s)\n", rt::driverUnavailableReason().c_str());
+      return 0;
+    }
+    std::printf("%s\n", rt::Device::current().basics().name.c_str());
+    std::vector<Case> cases;
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{8192, 8192, 8192}, {4096, 4096, 4096}, {8192, 8192, 2048}}) {
+      const std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+      cases.push_back({"gemm bf16 " + shape, m, n, k, false, false});
+      cases.push_back({"gemm+bias+gelu " + shape, m, n, k, true, false});
+    }
+    for (int64_t m : {16, 64, 128}) cases.push_back({"small-M gemm " + std::to_string(m) + "x8192x8192", m, 8192, 8192, false, false});
+    cases.push_back({"gemm bf16 b[N,K] 8192x8192x8192", 8192, 8192, 8192, false, true});
+    std::vector<std::string> filters(argv + 1, argv + argc);
+    auto wanted = [&](const std::string& name) {
+      if (filters.empty()) return true;
+      for (const auto& f : filters)
+        if (name.find(f) != std::string::npos) return true;
+      return false;
+    };
+    for (const Case& c : cases)
+      if (wanted(c.name)) runCase(c);
+    if (wanted("compile")) compileTime();
+    if (wanted("warm")) warmStart(argv[0]);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_matmul: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
