@@ -5,6 +5,7 @@
 //
 //   bench_matmul            every case below
 //   bench_matmul SUBSTR...  the cases whose name contains one of SUBSTR
+//   KILN_MATMUL_CONFIGS='{"pingpong": 0};{...}'  each case also with these
 //
 // Cases: plain bf16 GEMM (a [M, K] @ b [K, N], the layout of torch's a @ b)
 // and GEMM + bias + gelu_tanh at 8192^3, 4096^3 and 8192x8192x2048; small M
@@ -74,10 +75,12 @@ Graph caseGraph(const Case& c) {
 
 double geluTanh(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
 
-void runCase(const Case& c) {
+void runCase(const Case& c, const std::string& config = "") {
   Graph g = caseGraph(c);
   auto t0 = std::chrono::steady_clock::now();
-  Kernel k = compile(g);
+  CompileOptions co;
+  co.matmulConfigOverride = config;
+  Kernel k = compile(g, co);
   const double compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -120,10 +123,11 @@ void runCase(const Case& c) {
   bo.iters = 20;
   rt::BenchmarkResult r = rt::benchmark([&] { k.launch(std::span<const TensorView>(views)); }, bo);
   const double tflops = 2.0 * c.m * c.n * c.k / (r.medianUs * 1e-6) / 1e12;
-  std::string cfg = k.explain();
-  std::printf("%-34s %9.1f us  %6.1f TFLOP/s  check %s (max rel err %.2e)  compile %.0f ms\n", c.name.c_str(),
-              r.medianUs, tflops, bad ? "FAILED" : "ok", worst, compileMs);
-  std::printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"check\": \"%s\"}\n", c.name.c_str(), r.medianUs,
+  const std::string name = c.name + (config.empty() ? "" : " " + config);
+  std::printf("%-34s %9.1f us  %6.1f TFLOP/s  check %s (max rel err %.2e)  compile %.0f ms  config %s\n",
+              name.c_str(), r.medianUs, tflops, bad ? "FAILED" : "ok", worst, compileMs,
+              k.compiled().kernels[0].config.c_str());
+  std::printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"check\": \"%s\"}\n", name.c_str(), r.medianUs,
               tflops, bad ? "failed" : "ok");
   std::fflush(stdout);
 }
@@ -204,8 +208,23 @@ int main(int argc, char** argv) {
         if (name.find(f) != std::string::npos) return true;
       return false;
     };
+    // KILN_MATMUL_CONFIGS: configs (JSON objects separated by ';') each case
+    // also runs with, next to the heuristic's.
+    std::vector<std::string> configs;
+    if (const char* env = std::getenv("KILN_MATMUL_CONFIGS")) {
+      std::string all = env;
+      for (size_t at = 0; at < all.size();) {
+        size_t end = all.find(';', at);
+        if (end == std::string::npos) end = all.size();
+        if (end > at) configs.push_back(all.substr(at, end - at));
+        at = end + 1;
+      }
+    }
     for (const Case& c : cases)
-      if (wanted(c.name)) runCase(c);
+      if (wanted(c.name)) {
+        runCase(c);
+        for (const std::string& cfg : configs) runCase(c, cfg);
+      }
     if (wanted("compile")) compileTime();
     if (wanted("warm")) warmStart(argv[0]);
   } catch (const std::exception& e) {

@@ -11,7 +11,8 @@
 #   KILN_REDUCTION_CASES  arguments of bench_reduction (case substrings)
 #   KILN_ANCHORS  anchor scripts of the anchors stage: pointwise
 #                 (bench/anchors_pointwise.py), reduction
-#                 (bench/anchors_reduction.py), and any arguments of
+#                 (bench/anchors_reduction.py), matmul (bench/anchors_matmul.py:
+#                 small M, the nn.Linear layout), and any arguments of
 #                 shared/bench/anchors.py (launch mem1 mem2 gemm extra), run
 #                 after those (default "pointwise reduction")
 #   KILN_SWEEP    set: also run `bench_pointwise sweep`
@@ -149,6 +150,10 @@ if [[ " $STAGES " == *" anchors "* ]]; then
         [ "$budget" -lt 0 ] && budget=0
         (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 KILN_ANCHOR_BUDGET_S=$budget python3 anchors_reduction.py) 2>&1 \
           | grep -v Warning | tee "$OUTDIR/anchors-reduction.log" | tee -a "$LOG"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+      matmul)
+        (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 python3 anchors_matmul.py) 2>&1 \
+          | grep -v Warning | tee "$OUTDIR/anchors-matmul.log" | tee -a "$LOG"
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
       *) shared_args+=("$a") ;;
     esac

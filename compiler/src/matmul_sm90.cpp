@@ -9,7 +9,8 @@ namespace kiln::compiler {
 
 std::string Sm90MatmulConfig::json() const {
   return "{\"block_m\": 128, \"block_n\": " + std::to_string(blockN) + ", \"block_k\": 64, \"stages\": " +
-         std::to_string(stages) + ", \"group_m\": " + std::to_string(groupM) + "}";
+         std::to_string(stages) + ", \"group_m\": " + std::to_string(groupM) + ", \"pingpong\": " +
+         std::to_string(pingpong ? 1 : 0) + "}";
 }
 
 int Sm90MatmulConfig::sharedBytes() const {
@@ -27,16 +28,20 @@ bool validBlockN(int bn) { return bn == 64 || bn == 128 || bn == 192 || bn == 25
 
 void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "matmul (sm_90a kernel)",
-                        "block_n: 64, 128, 192 or 256; stages: 2 to what shared memory holds; group_m: 1 to 64; "
-                        "block_m: 128; block_k: 64",
+                        "block_n: 64, 128, 192 or 256 (ping-pong: 64 or 128); stages: 2 to what shared memory "
+                        "holds; group_m: 1 to 64; pingpong: 0 or 1; block_m: 128; block_k: 64",
                         [&](const std::string& key, int64_t v) {
                           if (key == "block_n" && validBlockN(static_cast<int>(v))) c.blockN = static_cast<int>(v);
                           else if (key == "stages" && v >= 2 && v <= 16) c.stages = static_cast<int>(v);
                           else if (key == "group_m" && v >= 1 && v <= 64) c.groupM = static_cast<int>(v);
+                          else if (key == "pingpong" && (v == 0 || v == 1)) c.pingpong = v == 1;
                           else if ((key == "block_m" && v == 128) || (key == "block_k" && v == 64)) return true;
                           else return false;
                           return true;
                         });
+  if (c.pingpong && c.blockN > 128)
+    throw Error("matmul (sm_90a kernel): config " + c.json() + ": a ping-pong consumer holds 128 x block_n "
+                "accumulators, so block_n is at most 128");
   if (c.sharedBytes() > kMaxShared)
     throw Error("matmul (sm_90a kernel): config " + c.json() + " needs " + std::to_string(c.sharedBytes()) +
                 " bytes of shared memory; at most " + std::to_string(kMaxShared) + " fit");
@@ -78,21 +83,32 @@ Sm90MatmulConfig sm90MatmulHeuristic(const Graph& g, int smCount) {
     if (tiles == 0 || tiles >= smCount) break;
     c.blockN = bn;
   }
+  // A real epilogue (more than the store) stalls the tensor cores while
+  // both cooperative consumers run it; ping-pong consumers overlap one's
+  // epilogue with the other's mainloop (128 x 128 tiles).
+  bool epilogue = false;
+  for (int id = 0; id < g.numNodes(); ++id) epilogue = epilogue || isElementwise(g.node(id).op);
+  if (epilogue && c.blockN == 256 && tileCount(g, 128) != 0) {
+    c.blockN = 128;
+    c.pingpong = true;
+  }
   c.stages = stagesFor(c.blockN);
   return c;
 }
 
 std::vector<Sm90MatmulConfig> sm90MatmulSpace() {
   std::vector<Sm90MatmulConfig> out;
-  for (int bn : {256, 128, 192, 64})
-    for (int stages : {3, 4, 5, 6})
-      for (int group : {8, 16}) {
-        Sm90MatmulConfig c;
-        c.blockN = bn;
-        c.stages = stages;
-        c.groupM = group;
-        if (c.sharedBytes() <= kMaxShared) out.push_back(c);
-      }
+  for (int pingpong : {0, 1})
+    for (int bn : {256, 128, 192, 64})
+      for (int stages : {3, 4, 5, 6})
+        for (int group : {8, 16}) {
+          Sm90MatmulConfig c;
+          c.blockN = bn;
+          c.stages = stages;
+          c.groupM = group;
+          c.pingpong = pingpong == 1;
+          if (c.sharedBytes() <= kMaxShared && !(c.pingpong && bn > 128)) out.push_back(c);
+        }
   return out;
 }
 
@@ -169,7 +185,7 @@ $NAME($PARAMS, const __grid_constant__ KilnTensorMap tmA, const __grid_constant_
   if (threadIdx.x == 0) {
     for (int s = 0; s < $STAGES; ++s) {
       kiln_mbar_init(kiln_smem(&full[s]), 1);
-      kiln_mbar_init(kiln_smem(&empty[s]), 2);
+      kiln_mbar_init(kiln_smem(&empty[s]), $EMPTY_COUNT);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -197,7 +213,7 @@ $OPERAND_BATCH
           kiln_mbar_wait(kiln_smem(&empty[s]), ((it / $STAGES) & 1) ^ 1);
           const unsigned bar = kiln_smem(&full[s]);
           const unsigned sA = kiln_smem(smem + s * $STAGE_BYTES), sB = sA + $A_BYTES;
-          kiln_mbar_expect_tx(bar, $STAGE_BYTES);
+          kiln_mbar_expect_tx(bar, $EXPECT_BYTES);
 $LOADS
         }
       }
@@ -208,42 +224,36 @@ $LOADS
   const int c = wg - 1, w = tid / 32, l = tid % 32;
 $EPILOGUE
   float d[$ACC];
-  int it = 0;
-  for (long long tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
+  // $SCHEME
+  for (long long j = $FIRST_J;; j += $J_STEP) {
+    const long long tile = blockIdx.x + j * gridDim.x;
+    if (tile >= numTiles) break;
     KILN_TILE(tile)
+$HANDOFF_BEFORE    long long it = j * kBlocks;  // the ring position of the tile's first k-block
     for (int kb = 0; kb < kBlocks; ++kb, ++it) {
-      const int s = it % $STAGES;
-      kiln_mbar_wait(kiln_smem(&full[s]), (it / $STAGES) & 1);
-      const unsigned aBase = kiln_smem(smem + s * $STAGE_BYTES) + c * 8192, bBase = kiln_smem(smem + s * $STAGE_BYTES) + $A_BYTES;
+      const int s = (int)(it % $STAGES);
+      kiln_mbar_wait(kiln_smem(&full[s]), (unsigned)((it / $STAGES) & 1));
+      const unsigned stage = kiln_smem(smem + s * $STAGE_BYTES);
       asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
-        const unsigned long long da = $DESC_A, db = $DESC_B;
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %$DS, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n$BNk16.f32.$MMA.$MMA {$DREGS}, %$DA, %$DB, p, 1, 1, $TRANS_A, $TRANS_B;\n}\n"
-            : $DOUTS
-            : "l"(da), "l"(db), "r"(kb | kk));
-      }
+        const unsigned long long db = $DESC_B;
+$WGMMAS      }
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       // Keep one group in flight: the previous k-block's stage is free.
       asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
       if (kb > 0 && tid == 0) kiln_mbar_arrive(kiln_smem(&empty[(it - 1) % $STAGES]));
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+$HANDOFF_AFTER    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     if (kBlocks > 0) {
       if (tid == 0) kiln_mbar_arrive(kiln_smem(&empty[(it - 1) % $STAGES]));
     } else {
 #pragma unroll
       for (int i = 0; i < $ACC; ++i) d[i] = 0.0f;
     }
-    // Accumulator i of thread (warp w, lane l): row 16w + l/4 + 8 [i%4 >= 2],
-    // column 8 (i/4) + 2 (l%4) + i%2 of the consumer's 64 x $BN part.
-#pragma unroll
-    for (int i = 0; i < $ACC; i += 2)
-      kiln_epilogue(z, m0 + c * 64 + 16 * w + l / 4 + ((i % 4) >= 2 ? 8 : 0), n0 + 8 * (i / 4) + 2 * (l % 4), d[i],
-                    d[i + 1]);
-  }
+    // Accumulator i of an m64 block, thread (warp w, lane l): row 16w + l/4 +
+    // 8 [i%4 >= 2], column 8 (i/4) + 2 (l%4) + i%2.
+$STORE_CALLS  }
 #undef KILN_TILE
 }
 )";
@@ -251,7 +261,8 @@ $EPILOGUE
 }  // namespace
 
 MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std::string& name, int smCount) {
-  if (!validBlockN(c.blockN)) throw Error("matmul (sm_90a kernel): block_n must be 64, 128, 192 or 256");
+  if (!validBlockN(c.blockN) || (c.pingpong && c.blockN > 128))
+    throw Error("matmul (sm_90a kernel): block_n must be 64, 128, 192 or 256 (64 or 128 with ping-pong)");
   if (c.stages < 2 || c.sharedBytes() > kMaxShared)
     throw Error("matmul (sm_90a kernel): config " + c.json() + " needs " + std::to_string(c.sharedBytes()) +
                 " bytes of shared memory; at most " + std::to_string(kMaxShared) + " fit");
@@ -268,7 +279,6 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   const Node& an = g.node(mm.inputs[0]);
   const Node& bn = g.node(mm.inputs[1]);
   const DType t = mm.dtype;
-  const int acc = c.blockN / 2;  // f32 accumulators per thread: 64 x BN / 128
   const int aBytes = 128 * 64 * 2, bBytes = c.blockN * 64 * 2;
 
   // Operand batch indices (flattened over the operand's own batch dims;
@@ -292,7 +302,6 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
     }
     batchCode += "        }\n";
   }
-  (void)acc;
 
   // Loads and descriptors per layout. K-major: one box {64 K, rows}.
   // M/N-major: boxes {64 M or N, 64 K}, one per 64-wide chunk.
@@ -303,8 +312,12 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
     throw Error("kiln: internal: matmul operand '" + n.name + "' is not a kernel tensor");
   };
   if (!mm.transA) {
+    // Fewer than 128 rows (decode shapes): the launcher clamps the box to
+    // the rows there are (TMA's zero fill of rows out of bounds is slow);
+    // the rest of the tile's rows hold stale data that only reaches output
+    // rows >= M, which are never stored.
     loads += "          kiln_tma_load(sA, &tmA, bar, kb * 64, (int)m0, (int)zA);\n";
-    k.tensorMaps.push_back({tensorIndex(an), 64, 128});
+    k.tensorMaps.push_back({tensorIndex(an), 64, 128, true});
   } else {
     for (int j = 0; j < 2; ++j)
       loads += "          kiln_tma_load(sA + " + std::to_string(j * 8192) + ", &tmA, bar, (int)m0 + " +
@@ -321,10 +334,30 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
     k.tensorMaps.push_back({tensorIndex(bn), 64, 64});
   }
 
-  std::string dregs, douts;
-  for (int i = 0; i < acc; ++i) {
-    dregs += (i ? ", %" : "%") + std::to_string(i);
-    douts += std::string(i ? ", " : "") + "\"+f\"(d[" + std::to_string(i) + "])";
+  // Per m64 block h of the consumer's rows: one wgmma per k16 step into
+  // accumulators [h * BN/2, (h + 1) * BN/2).
+  const int halves = c.pingpong ? 2 : 1;
+  const int perHalf = c.blockN / 2;
+  std::string wgmmas, calls;
+  for (int h = 0; h < halves; ++h) {
+    std::string dregs, douts;
+    for (int i = 0; i < perHalf; ++i) {
+      dregs += (i ? ", %" : "%") + std::to_string(i);
+      douts += std::string(i ? ", " : "") + "\"+f\"(d[" + std::to_string(h * perHalf + i) + "])";
+    }
+    const std::string aOff = c.pingpong ? std::to_string(h * 8192) : "c * 8192";
+    wgmmas += "        {\n          const unsigned long long da = " +
+              std::string(mm.transA ? "kiln_desc_mn(stage + " + aOff + " + kk * 2048)"
+                                    : "kiln_desc_k(stage + " + aOff + " + kk * 32)") +
+              ";\n          asm volatile(\n"
+              "              \"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + std::to_string(perHalf + 2) +
+              ", 0;\\n\"\n              \"wgmma.mma_async.sync.aligned.m64n$BNk16.f32.$MMA.$MMA {" + dregs + "}, %" +
+              std::to_string(perHalf) + ", %" + std::to_string(perHalf + 1) + ", p, 1, 1, $TRANS_A, $TRANS_B;\\n}\\n\"\n"
+              "              : " + douts + "\n              : \"l\"(da), \"l\"(db), \"r\"(kb | kk));\n        }\n";
+    const std::string rowBase = c.pingpong ? "m0 + " + std::to_string(64 * h) : "m0 + c * 64";
+    calls += "#pragma unroll\n    for (int i = 0; i < " + std::to_string(perHalf) + "; i += 2)\n"
+             "      kiln_epilogue(z, " + rowBase + " + 16 * w + l / 4 + ((i % 4) >= 2 ? 8 : 0), n0 + 8 * (i / 4) + "
+             "2 * (l % 4), d[" + std::to_string(h * perHalf) + " + i], d[" + std::to_string(h * perHalf) + " + i + 1]);\n";
   }
   std::string what = "C = A @ B" + std::string(g.outputs().size() > 1 || g.node(g.outputs()[0].node).op != Op::Matmul
                                                     ? " with a fused epilogue"
@@ -337,18 +370,35 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   replaceAll(src, "$EPILOGUE", sig.epilogue);
   replaceAll(src, "$OPERAND_BATCH", batchCode);
   replaceAll(src, "$LOADS", loads);
-  replaceAll(src, "$DESC_A", mm.transA ? "kiln_desc_mn(aBase + kk * 2048)" : "kiln_desc_k(aBase + kk * 32)");
-  replaceAll(src, "$DESC_B", mm.transB ? "kiln_desc_k(bBase + kk * 32)" : "kiln_desc_mn(bBase + kk * 2048)");
+  replaceAll(src, "$EXPECT_BYTES", mm.transA ? std::string("$STAGE_BYTES")
+                                              : "(M >= 128 ? $STAGE_BYTES : (unsigned)((M + 7) & ~7LL) * 128 + $B_BYTES)");
+  replaceAll(src, "$WGMMAS", wgmmas);
+  replaceAll(src, "$STORE_CALLS", calls);
+  replaceAll(src, "$SCHEME", c.pingpong ? "Ping-pong: consumer c takes every other tile of this CTA (j = c, c + 2, ...), "
+                                          "all 128 rows of it, so that one's epilogue overlaps the other's wgmmas."
+                                        : "Cooperative: both consumers take every tile of this CTA, 64 rows each.");
+  // Ping-pong hand-off: a consumer may wait on the full barrier of its
+  // tile's first ring positions only once the other consumer has passed its
+  // waits on the previous tile's (a parity wait cannot tell phases two
+  // apart), so tile j's consumer signals tile j + 1's on a named barrier
+  // (1: consumer 0 to 1, 2: consumer 1 to 0) when it has issued its last
+  // wgmma.
+  replaceAll(src, "$HANDOFF_BEFORE",
+             c.pingpong ? "    if (j > 0) asm volatile(\"bar.sync %0, 256;\" :: \"r\"(2 - c) : \"memory\");\n" : "");
+  replaceAll(src, "$HANDOFF_AFTER",
+             c.pingpong ? "    if (blockIdx.x + (j + 1) * gridDim.x < numTiles) asm volatile(\"bar.arrive %0, 256;\" :: "
+                          "\"r\"(1 + c) : \"memory\");\n"
+                        : "");
+  replaceAll(src, "$FIRST_J", c.pingpong ? "c" : "0");
+  replaceAll(src, "$J_STEP", c.pingpong ? "2" : "1");
+  replaceAll(src, "$EMPTY_COUNT", c.pingpong ? "1" : "2");
+  replaceAll(src, "$DESC_B", mm.transB ? "kiln_desc_k(stage + $A_BYTES + kk * 32)" : "kiln_desc_mn(stage + $A_BYTES + kk * 2048)");
   replaceAll(src, "$TRANS_A", mm.transA ? "1" : "0");
   replaceAll(src, "$TRANS_B", mm.transB ? "0" : "1");
-  replaceAll(src, "$DREGS", dregs);
-  replaceAll(src, "$DOUTS", douts);
-  replaceAll(src, "$DA", std::to_string(acc));
-  replaceAll(src, "$DB", std::to_string(acc + 1));
-  replaceAll(src, "$DS", std::to_string(acc + 2));
-  replaceAll(src, "$ACC", std::to_string(acc));
+  replaceAll(src, "$ACC", std::to_string(halves * perHalf));
   replaceAll(src, "$STAGE_BYTES", std::to_string(aBytes + bBytes));
   replaceAll(src, "$A_BYTES", std::to_string(aBytes));
+  replaceAll(src, "$B_BYTES", std::to_string(bBytes));
   replaceAll(src, "$BN", std::to_string(c.blockN));
   replaceAll(src, "$STAGES", std::to_string(c.stages));
   replaceAll(src, "$GROUP_M", std::to_string(c.groupM));

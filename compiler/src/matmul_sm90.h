@@ -33,6 +33,10 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
   int blockN = 256;      // 64, 128, 192 or 256
   int stages = 4;        // shared-memory ring depth
   int groupM = 16;       // tile rows walked together (L2 reuse of B tiles)
+  // Consumers: cooperative (both warpgroups on every tile, 64 rows each) or
+  // ping-pong (each warpgroup its own tiles, 128 rows: one's epilogue runs
+  // while the other's wgmmas do; block_n <= 128).
+  bool pingpong = false;
   int producerRegs = 40; // setmaxnreg for the producer warpgroup
   int consumerRegs = 232;
   std::string json() const;
@@ -40,7 +44,7 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
   int sharedBytes() const;
 };
 
-// Applies a JSON override (keys: block_n, stages, group_m); throws
+// Applies a JSON override (keys: block_n, stages, group_m, pingpong); throws
 // kiln::Error naming a bad key or value.
 KILN_COMPILER_API void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json);
 

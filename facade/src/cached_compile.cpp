@@ -119,7 +119,7 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["source"] = k.source;
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
-      jk["tensor_maps"].push_back({{"tensor", m.tensor}, {"box_inner", m.boxInner}, {"box_rows", m.boxRows}});
+      jk["tensor_maps"].push_back({{"tensor", m.tensor}, {"box_inner", m.boxInner}, {"box_rows", m.boxRows}, {"clamp_rows", m.clampRows}});
     jk["mlir"] = k.mlir;
     jk["ptx"] = k.ptx;
     jk["cubin"] = json::binary(std::vector<uint8_t>(k.cubin.begin(), k.cubin.end()));
@@ -166,7 +166,8 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       k.source = jk.value("source", std::string());
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))
-          k.tensorMaps.push_back({m.at("tensor").get<int>(), m.at("box_inner").get<int>(), m.at("box_rows").get<int>()});
+          k.tensorMaps.push_back({m.at("tensor").get<int>(), m.at("box_inner").get<int>(), m.at("box_rows").get<int>(),
+                                  m.value("clamp_rows", false)});
       k.mlir = jk.at("mlir").get<std::string>();
       k.ptx = jk.at("ptx").get<std::string>();
       const auto& bin = jk.at("cubin").get_binary();

@@ -63,6 +63,7 @@ struct PreparedKernel {
     DType dtype = DType::BF16;
     std::vector<int64_t> axes;
     uint32_t boxInner = 64, boxRows = 64;
+    bool clampRows = false;
     std::string what;  // "matmul operand 'a' of kernel 'kiln_matmul0'"
   };
   std::vector<MapRule> maps;
@@ -293,6 +294,7 @@ void prepare(Kernel::Impl& impl) {
       rule.dtype = t.dtype;
       rule.boxInner = static_cast<uint32_t>(m.boxInner);
       rule.boxRows = static_cast<uint32_t>(m.boxRows);
+      rule.clampRows = m.clampRows;
       rule.what = ck.schedule + " operand '" + t.name + "' of kernel '" + ck.name + "'";
       for (const Dim& d : t.shape) {
         if (d.isStatic()) rule.axes.push_back(d.size);
@@ -370,9 +372,11 @@ struct KernelRegistry {
     const size_t rank = r.axes.size();
     uint64_t batch = 1;
     for (size_t a = 0; a + 2 < rank; ++a) batch *= static_cast<uint64_t>(size(r.axes[a]));
+    const uint64_t rows = static_cast<uint64_t>(size(r.axes[rank - 2]));
+    uint32_t boxRows = r.boxRows;
+    if (r.clampRows && rows < boxRows) boxRows = static_cast<uint32_t>((rows + 7) & ~uint64_t(7));
     rt::encodeTensorMap3d(maps[m], r.what.c_str(), r.dtype, reinterpret_cast<const void*>(block.slot(r.tensor)),
-                          static_cast<uint64_t>(size(r.axes[rank - 1])), static_cast<uint64_t>(size(r.axes[rank - 2])),
-                          batch, r.boxInner, r.boxRows);
+                          static_cast<uint64_t>(size(r.axes[rank - 1])), rows, batch, r.boxInner, boxRows);
     params[block.size() + m] = &maps[m];
   }
   rt::launch(pk.vectorized, cfg, params.data());

@@ -67,6 +67,9 @@ struct TensorMapParam {
   int tensor = 0;
   int boxInner = 64;
   int boxRows = 64;
+  // Clamp the box's rows to the tensor's rows rounded up to 8 (for fewer
+  // rows than boxRows); the kernel expects that many bytes.
+  bool clampRows = false;
 };
 
 struct CompiledKernel {
