@@ -161,20 +161,30 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
       pair += "      " + ptr + "[o] = " + cudaStoreValue(v0.at(id), t) + "; " + ptr + "[o + 1] = " +
               cudaStoreValue(v1.at(id), t) + ";\n";
   }
+  std::string batchCoords;
+  if (!sig.batch.empty()) {
+    batchCoords += "    long long zz = z;\n";
+    for (size_t d = sig.batch.size(); d-- > 0;)
+      batchCoords += "    const long long zc" + std::to_string(d) + " = zz % " + dimExpr(sig.batch[d]) + "; zz /= " +
+                     dimExpr(sig.batch[d]) + ";\n";
+  }
   std::string e = "  // The epilogue: the graph's outputs at (batch z, row, col) and (z, row, col + 1).\n"
                   "  auto kiln_epilogue = [&](long long z, long long row, long long col, float acc0, float acc1) {\n"
-                  "    if (row >= M || col >= N) return;\n";
-  if (!sig.batch.empty()) {
-    e += "    long long zz = z;\n";
-    for (size_t d = sig.batch.size(); d-- > 0;)
-      e += "    const long long zc" + std::to_string(d) + " = zz % " + dimExpr(sig.batch[d]) + "; zz /= " +
-           dimExpr(sig.batch[d]) + ";\n";
-  }
-  e += "    const long long o = (z * M + row) * N + col;\n";
+                  "    if (row >= M || col >= N) return;\n" +
+                  batchCoords + "    const long long o = (z * M + row) * N + col;\n";
   if (pairStores) {
     e += "    if (col + 1 < N && (N & 1) == 0) {\n" + code0 + code1 + pair + "      return;\n    }\n";
   }
   e += "    {\n" + code0 + single0 + "    }\n    if (col + 1 < N) {\n" + code1 + single1 + "    }\n  };\n";
+  if (pairStores) {
+    // Inside the matrix (both elements in bounds; a tile that lies wholly
+    // inside uses it): no branches per element, so that the compiler can
+    // batch the loads and interleave the elements.
+    e += "  // The same where (row, col + 1) is known to be inside the output.\n"
+         "  auto kiln_epilogue_inside = [&](long long z, long long row, long long col, float acc0, float acc1) {\n" +
+         batchCoords + "    const long long o = (z * M + row) * N + col;\n    if ((N & 1) == 0) {\n" + code0 + code1 +
+         pair + "    } else {\n" + code0 + single0 + code1 + single1 + "    }\n  };\n";
+  }
   sig.epilogue = e;
   sig.prelude = cudaElementPrelude();
   return sig;
