@@ -240,3 +240,15 @@ TEST_CASE("matmul: time at 4096^3 bf16 (printed, not a goal; bench_matmul measur
               2.0 * n * n * n / (us * 1e-6) / 1e12);
   CHECK(us > 0);
 }
+
+// Small enough for compute-sanitizer (scripts/gpu-memcheck.sh runs it): the
+// Hopper kernel on ragged tiles (M, N, K not multiples of the tile), A
+// transposed, and a batch, with an epilogue reading a bias.
+TEST_CASE("matmul: small shapes for compute-sanitizer", "[gpu][matmul][memcheck]") {
+  test::requireGpu();
+  test::RunOptions o;
+  o.dims = {{"M", 200}};
+  test::runAndCheck(linearBiasGelu(DType::BF16, Dim("M"), 136, 264), o);
+  test::runAndCheck(matmulGraph(DType::F16, 72, 200, 136, true, true), {});
+  test::runAndCheck(matmulGraph(DType::BF16, 40, 64, 72, false, false, {2}, {2}), {});
+}
