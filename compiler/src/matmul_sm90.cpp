@@ -202,12 +202,8 @@ $NAME($PARAMS, const __grid_constant__ KilnTensorMap tmA, const __grid_constant_
         KILN_TILE(tile)
         long long zA = 0, zB = 0;
 $OPERAND_BATCH
-        // One row of tiles (decode-like M): every CTA reads the same A, so
-        // each starts its K loop elsewhere to spread the reads over L2.
-        const int kRot = (tilesM == 1 && kBlocks > 0) ? (int)(tile % kBlocks) : 0;
         for (int kb = 0; kb < kBlocks; ++kb, ++it) {
           const int s = it % $STAGES;
-          const int kx = kb + kRot < kBlocks ? kb + kRot : kb + kRot - kBlocks;
           kiln_mbar_wait(kiln_smem(&empty[s]), ((it / $STAGES) & 1) ^ 1);
           const unsigned bar = kiln_smem(&full[s]);
           const unsigned sA = kiln_smem(smem + s * $STAGE_BYTES), sB = sA + $A_BYTES;
@@ -314,21 +310,21 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
     // the rows there are (TMA's zero fill of rows out of bounds is slow);
     // the rest of the tile's rows hold stale data that only reaches output
     // rows >= M, which are never stored.
-    loads += "          kiln_tma_load(sA, &tmA, bar, kx * 64, (int)m0, (int)zA);\n";
+    loads += "          kiln_tma_load(sA, &tmA, bar, kb * 64, (int)m0, (int)zA);\n";
     k.tensorMaps.push_back({tensorIndex(an), 64, 128, true});
   } else {
     for (int j = 0; j < 2; ++j)
       loads += "          kiln_tma_load(sA + " + std::to_string(j * 8192) + ", &tmA, bar, (int)m0 + " +
-               std::to_string(64 * j) + ", kx * 64, (int)zA);\n";
+               std::to_string(64 * j) + ", kb * 64, (int)zA);\n";
     k.tensorMaps.push_back({tensorIndex(an), 64, 64});
   }
   if (mm.transB) {
-    loads += "          kiln_tma_load(sB, &tmB, bar, kx * 64, (int)n0, (int)zB);\n";
+    loads += "          kiln_tma_load(sB, &tmB, bar, kb * 64, (int)n0, (int)zB);\n";
     k.tensorMaps.push_back({tensorIndex(bn), 64, c.blockN});
   } else {
     for (int j = 0; j < c.blockN / 64; ++j)
       loads += "          kiln_tma_load(sB + " + std::to_string(j * 8192) + ", &tmB, bar, (int)n0 + " +
-               std::to_string(64 * j) + ", kx * 64, (int)zB);\n";
+               std::to_string(64 * j) + ", kb * 64, (int)zB);\n";
     k.tensorMaps.push_back({tensorIndex(bn), 64, 64});
   }
 
