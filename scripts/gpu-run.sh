@@ -25,7 +25,7 @@
 #                 bench_warm_start (graph to launchable kernel from the cache)
 #
 # Time: the device call allows 600 s, so every step runs under `timeout`:
-# each stage has a cap (KILN_TIMEOUT_TESTS 150 s, KILN_TIMEOUT_BENCH 200 s,
+# each stage has a cap (KILN_TIMEOUT_TESTS 360 s, KILN_TIMEOUT_BENCH 200 s,
 # KILN_TIMEOUT_ANCHORS 420 s) and the whole run a deadline (KILN_DEADLINE_S,
 # 570 s after start); a step gets what is left of both, and is skipped when
 # less than 15 s is left. A step that times out says so in run.log and
@@ -83,7 +83,7 @@ bounded() {
 }
 
 if [[ " $STAGES " == *" tests "* ]]; then
-  stage_begin "${KILN_TIMEOUT_TESTS:-150}"
+  stage_begin "${KILN_TIMEOUT_TESTS:-360}"
   echo "== [gpu] tests" | tee -a "$LOG"
   bounded "$K/bin/kiln_tests" "[gpu]" --reporter compact 2>&1 | tail -n 60 > "$OUTDIR/tests-gpu.log"; s1=${PIPESTATUS[0]}
   bounded "$K/bin/kiln_runtime_tests" "[gpu]" --reporter compact 2>&1 | tail -n 30 > "$OUTDIR/tests-runtime-gpu.log"; s2=${PIPESTATUS[0]}
@@ -92,6 +92,9 @@ if [[ " $STAGES " == *" tests "* ]]; then
   bounded "$K/bin/lesson_01_bias_gelu" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   if [ -x "$K/bin/lesson_02_row_reductions" ]; then
     bounded "$K/bin/lesson_02_row_reductions" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
+  if [ -x "$K/bin/lesson_04_linear" ]; then
+    bounded "$K/bin/lesson_04_linear" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
 fi
 if [[ " $STAGES " == *" tuning "* ]]; then
