@@ -210,6 +210,22 @@ int main(int argc, char** argv) {
     }
     for (int64_t m : {16, 64, 128}) cases.push_back({"small-M gemm " + std::to_string(m) + "x8192x8192", m, 8192, 8192, false, false});
     cases.push_back({"gemm bf16 b[N,K] 8192x8192x8192", 8192, 8192, 8192, false, true});
+    // KILN_MATMUL_SHAPES="MxNxK[t],...": plain GEMMs at these shapes ("t":
+    // b stored [N, K]), before the cases above.
+    if (const char* env = std::getenv("KILN_MATMUL_SHAPES")) {
+      std::vector<Case> extra;
+      std::string all = env;
+      for (size_t at = 0; at < all.size();) {
+        size_t end = all.find(',', at);
+        if (end == std::string::npos) end = all.size();
+        std::string item = all.substr(at, end - at);
+        long long m = 0, n = 0, k = 0;
+        if (std::sscanf(item.c_str(), "%lldx%lldx%lld", &m, &n, &k) == 3)
+          extra.push_back({"shape " + item, m, n, k, false, item.back() == 't'});
+        at = end + 1;
+      }
+      cases.insert(cases.begin(), extra.begin(), extra.end());
+    }
     std::vector<std::string> filters(argv + 1, argv + argc);
     auto wanted = [&](const std::string& name) {
       if (filters.empty()) return true;
