@@ -74,7 +74,10 @@ compiler::KernelTensor tensorFrom(const json& j) {
   return t;
 }
 
-constexpr int kFormat = 2;  // 2: tensor maps (the sm_90a matmul)
+// 2: tensor maps (the sm_90a matmul); 3: the large texts and the cubin as
+// raw blobs after the CBOR head (nlohmann's CBOR reader copies strings byte
+// by byte: a matmul entry's 236 KB of PTX took about 1 ms to parse).
+constexpr int kFormat = 3;
 
 }  // namespace
 
@@ -92,7 +95,37 @@ std::string cacheKey(const Graph& g, const compiler::CompileOptions& o) {
   return rt::hashHex(k);
 }
 
+namespace {
+
+// The payload: an 8-byte little-endian length of the CBOR head, the head,
+// then the blobs the head names by [offset, size] (offsets from the end of
+// the head).
+struct Blobs {
+  std::vector<uint8_t> bytes;
+  json add(const void* data, size_t size) {
+    json ref = json::array({bytes.size(), size});
+    const auto* p = static_cast<const uint8_t*>(data);
+    bytes.insert(bytes.end(), p, p + size);
+    return ref;
+  }
+  json add(const std::string& s) { return add(s.data(), s.size()); }
+};
+
+std::span<const uint8_t> blobAt(std::span<const uint8_t> blobs, const json& ref) {
+  const uint64_t off = ref.at(0).get<uint64_t>(), size = ref.at(1).get<uint64_t>();
+  if (off > blobs.size() || size > blobs.size() - off) throw std::runtime_error("a blob lies outside the entry");
+  return blobs.subspan(off, size);
+}
+
+std::string blobString(std::span<const uint8_t> blobs, const json& ref) {
+  auto b = blobAt(blobs, ref);
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+}  // namespace
+
 std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
+  Blobs blobs;
   json j;
   j["format"] = kFormat;
   j["graph"] = cg.graphText;
@@ -116,13 +149,13 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["launch"] = {{"threads", k.launch.threadsPerBlock}, {"elements_per_block", k.launch.elementsPerBlock},
                     {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks},
                     {"shared_bytes", k.launch.sharedBytes}};
-    jk["source"] = k.source;
+    jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
       jk["tensor_maps"].push_back({{"tensor", m.tensor}, {"box_inner", m.boxInner}, {"box_rows", m.boxRows}, {"clamp_rows", m.clampRows}});
-    jk["mlir"] = k.mlir;
-    jk["ptx"] = k.ptx;
-    jk["cubin"] = json::binary(std::vector<uint8_t>(k.cubin.begin(), k.cubin.end()));
+    jk["mlir"] = blobs.add(k.mlir);
+    jk["ptx"] = blobs.add(k.ptx);
+    jk["cubin"] = blobs.add(k.cubin.data(), k.cubin.size());
     jk["resources"] = json::array();
     for (const auto& r : k.resources)
       jk["resources"].push_back({{"kernel", r.kernel}, {"registers", r.registers}, {"spill_stores", r.spillStoreBytes},
@@ -133,12 +166,22 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["compile_ms"] = k.compileMs;
     j["kernels"].push_back(std::move(jk));
   }
-  return json::to_cbor(j);
+  std::vector<uint8_t> head = json::to_cbor(j);
+  std::vector<uint8_t> out(8);
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(uint64_t(head.size()) >> (8 * i));
+  out.insert(out.end(), head.begin(), head.end());
+  out.insert(out.end(), blobs.bytes.begin(), blobs.bytes.end());
+  return out;
 }
 
 bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph& cg, std::string& why) {
   try {
-    json j = json::from_cbor(bytes.begin(), bytes.end());
+    if (bytes.size() < 8) throw std::runtime_error("the entry is shorter than its header");
+    uint64_t headSize = 0;
+    for (int i = 0; i < 8; ++i) headSize |= uint64_t(bytes[i]) << (8 * i);
+    if (headSize > bytes.size() - 8) throw std::runtime_error("the entry's head is longer than the entry");
+    json j = json::from_cbor(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(headSize));
+    const std::span<const uint8_t> blobs = bytes.subspan(8 + headSize);
     if (j.at("format").get<int>() != kFormat) {
       why = "format " + std::to_string(j.at("format").get<int>()) + ", expected " + std::to_string(kFormat);
       return false;
@@ -163,14 +206,14 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       k.launch.iterShape = shapeFrom(l.at("iter_shape"));
       k.launch.maxBlocks = l.at("max_blocks").get<int64_t>();
       k.launch.sharedBytes = l.at("shared_bytes").get<int>();
-      k.source = jk.value("source", std::string());
+      k.source = blobString(blobs, jk.at("source"));
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))
           k.tensorMaps.push_back({m.at("tensor").get<int>(), m.at("box_inner").get<int>(), m.at("box_rows").get<int>(),
                                   m.value("clamp_rows", false)});
-      k.mlir = jk.at("mlir").get<std::string>();
-      k.ptx = jk.at("ptx").get<std::string>();
-      const auto& bin = jk.at("cubin").get_binary();
+      k.mlir = blobString(blobs, jk.at("mlir"));
+      k.ptx = blobString(blobs, jk.at("ptx"));
+      const auto bin = blobAt(blobs, jk.at("cubin"));
       k.cubin.assign(bin.begin(), bin.end());
       for (const json& r : jk.at("resources"))
         k.resources.push_back({r.at("kernel").get<std::string>(), r.at("registers").get<int>(),
