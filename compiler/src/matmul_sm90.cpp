@@ -176,7 +176,7 @@ $NAME($PARAMS, const __grid_constant__ KilnTensorMap tmA, const __grid_constant_
   unsigned long long* full = (unsigned long long*)(smem + $STAGES * $STAGE_BYTES);
   unsigned long long* empty = full + $STAGES;
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-$ZERO_A  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0) {
     for (int s = 0; s < $STAGES; ++s) {
       kiln_mbar_init(kiln_smem(&full[s]), 1);
       kiln_mbar_init(kiln_smem(&empty[s]), $EMPTY_COUNT);
@@ -371,17 +371,6 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   replaceAll(src, "$LOADS", loads);
   replaceAll(src, "$EXPECT_BYTES", mm.transA ? std::string("$STAGE_BYTES")
                                               : "(M >= 128 ? $STAGE_BYTES : (unsigned)((M + 7) & ~7LL) * 128 + $B_BYTES)");
-  // With fewer than 128 rows A's box is clamped (see the loads): the rows
-  // past it are never written by TMA, so they are zeroed once here (stale
-  // shared memory there measured slow; the rows only feed output rows >= M).
-  replaceAll(src, "$ZERO_A",
-             mm.transA ? ""
-                       : "  if (M < 128) {\n"
-                         "    for (int s = 0; s < $STAGES; ++s)\n"
-                         "      for (int i = threadIdx.x; i < $A_BYTES / 16; i += blockDim.x)\n"
-                         "        *(uint4*)(smem + s * $STAGE_BYTES + i * 16) = make_uint4(0, 0, 0, 0);\n"
-                         "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
-                         "  }\n");
   replaceAll(src, "$WGMMAS", wgmmas);
   replaceAll(src, "$STORE_CALLS", calls);
   replaceAll(src, "$SCHEME", c.pingpong ? "Ping-pong: consumer c takes every other tile of this CTA (j = c, c + 2, ...), "
