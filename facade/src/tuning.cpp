@@ -75,6 +75,24 @@ namespace detail {
 
 namespace {
 
+// Multiply-adds the fp64 reference spends on the graph's matmuls at `dims`
+// (the rest of the reference is linear in the elements).
+int64_t referenceMacs(const Graph& g, const DimBindings& dims) {
+  int64_t macs = 0;
+  for (int id = 0; id < g.numNodes(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Matmul) continue;
+    const Node& a = g.node(n.inputs[0]);
+    std::vector<int64_t> out = resolveShape(n.shape, dims), as = resolveShape(a.shape, dims);
+    int64_t e = n.transA ? as[as.size() - 2] : as.back();
+    for (int64_t x : out) e *= x;
+    macs += e;
+  }
+  return macs;
+}
+// At most this many: about 0.3 s of the host's fp64 reference.
+constexpr int64_t kReferenceMacs = int64_t{1} << 27;
+
 using Clock = std::chrono::steady_clock;
 
 // ---- The database ----------------------------------------------------------
@@ -196,7 +214,7 @@ class Instance {
       for (int64_t d : resolveShape(g.node(o.node).shape, dims)) numel *= d;
       elements += numel;
     }
-    const bool small = elements <= (int64_t{1} << 21);
+    const bool small = elements <= (int64_t{1} << 21) && referenceMacs(g, dims) <= kReferenceMacs;
     for (size_t i = 0; i < inputNames_.size(); ++i) {
       const TensorView& v = views_[i];
       const double lo = isFloat(v.dtype) ? -1.0 : 0.0, hi = isFloat(v.dtype) ? 1.0 : 8.0;
@@ -266,7 +284,10 @@ class Instance {
         return n;
       };
       bool shrunk = true;
-      while (total(few) > (int64_t{1} << 21) && shrunk) {
+      auto fits = [&](const DimBindings& d) {
+        return total(d) <= (int64_t{1} << 21) && referenceMacs(g, d) <= kReferenceMacs;
+      };
+      while (!fits(few) && shrunk) {
         shrunk = false;
         for (auto& [name, v] : few)
           if (v > 1) {
@@ -274,7 +295,7 @@ class Instance {
             shrunk = true;
           }
       }
-      if (!few.empty() && total(few) <= (int64_t{1} << 21)) small_ = std::make_unique<Instance>(g, few, co);
+      if (!few.empty() && fits(few)) small_ = std::make_unique<Instance>(g, few, co);
       // Chunks of 16 KiB (or the whole output when smaller), at the same
       // places for every candidate.
       for (size_t o = 0; o < outNames_.size(); ++o) {
