@@ -9,8 +9,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "gpu_support.h"
+#include "op_sweep.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/timing.h"
@@ -251,4 +253,92 @@ TEST_CASE("matmul: small shapes for compute-sanitizer", "[gpu][matmul][memcheck]
   test::runAndCheck(linearBiasGelu(DType::BF16, Dim("M"), 136, 264), o);
   test::runAndCheck(matmulGraph(DType::F16, 72, 200, 136, true, true), {});
   test::runAndCheck(matmulGraph(DType::BF16, 40, 64, 72, false, false, {2}, {2}), {});
+}
+
+namespace {
+
+// The matmul epilogue's element emitter (cuda_element.cpp) over every op it
+// takes: graphs whose epilogue computes, next to the matmul's own output,
+// each op on inputs of their own (in the op sweep's ranges). Three graphs
+// per float dtype (unary ops; binary ops; where, fma and float casts), so
+// that a kernel stays under the launcher's 64 tensors.
+struct EpilogueSweep {
+  Graph graph;
+  InputRanges ranges;
+  int ops = 0;
+};
+
+std::vector<EpilogueSweep> epilogueSweeps(DType t) {
+  const Shape s{64, 72};
+  std::vector<EpilogueSweep> out(3);
+  for (EpilogueSweep& e : out) {
+    e.graph.output("c", matmul(e.graph.input("ma", t, {64, 16}), e.graph.input("mb", t, {16, 72})));
+    e.ranges = {{"ma", {-1, 1}}, {"mb", {-1, 1}}};
+  }
+  // Adds `build` to sweep e under `name` when the DSL takes it and the
+  // result is a float or bool (what an epilogue computes).
+  auto add = [&](EpilogueSweep& e, const std::string& name, const InputRanges& r, int arity, bool boolC,
+                 const std::function<Tensor(const std::vector<Tensor>&)>& build) {
+    {
+      Graph probe;
+      std::vector<Tensor> in;
+      for (int i = 0; i < arity; ++i) in.push_back(probe.input(std::string(1, char('a' + i)), i == 2 && boolC ? DType::Bool : t, s));
+      try {
+        Tensor y = build(in);
+        if (y.dtype() != DType::Bool && !isFloat(y.dtype())) return;
+      } catch (const Error&) {
+        return;
+      }
+    }
+    std::vector<Tensor> in;
+    for (int i = 0; i < arity; ++i) {
+      const std::string key(1, char('a' + i)), input = key + "_" + name;
+      in.push_back(e.graph.input(input, i == 2 && boolC ? DType::Bool : t, s));
+      if (auto it = r.find(key); it != r.end()) e.ranges[input] = it->second;
+    }
+    e.graph.output("y_" + name, build(in));
+    ++e.ops;
+  };
+  for (Op op : test::unaryOps())
+    add(out[0], std::string(opName(op)), test::rangesFor(op, t), 1, false,
+        [&](const std::vector<Tensor>& in) { return unary(op, in[0]); });
+  for (Op op : test::binaryOps())
+    add(out[1], std::string(opName(op)), test::rangesFor(op, t), 2, false,
+        [&](const std::vector<Tensor>& in) { return binary(op, in[0], in[1]); });
+  add(out[2], "where", test::rangesFor(Op::Where, t), 3, true,
+      [&](const std::vector<Tensor>& in) { return where(in[2], in[0], in[1]); });
+  add(out[2], "fma", test::rangesFor(Op::Fma, t), 3, false,
+      [&](const std::vector<Tensor>& in) { return fma(in[0], in[1], in[2]); });
+  for (DType to : {DType::F32, DType::BF16, DType::F16})
+    add(out[2], "cast_" + std::string(dtypeName(to)), {{"a", {-100, 100}}}, 1, false,
+        [&](const std::vector<Tensor>& in) { return cast(in[0], to); });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("matmul epilogues: every float op compiles in the epilogue's CUDA C++", "[compile][matmul]") {
+  for (DType t : {DType::BF16, DType::F32}) {
+    int ops = 0;
+    for (EpilogueSweep& e : epilogueSweeps(t)) {
+      INFO(dtypeName(t) << ": " << e.graph.toText().substr(0, 400));
+      compiler::CompiledGraph cg = compiler::compileGraph(e.graph, {});
+      REQUIRE(cg.kernels.size() == 1);
+      CHECK(cg.kernels[0].schedule == "matmul");
+      ops += e.ops;
+    }
+    CHECK(ops >= 30);  // 14 unary, 16 binary, where, fma, 3 casts, less what the DSL refuses
+  }
+}
+
+TEST_CASE("matmul epilogues: every float op matches the reference", "[gpu][matmul]") {
+  test::requireGpu();
+  for (DType t : {DType::BF16, DType::F16, DType::F32})
+    for (EpilogueSweep& e : epilogueSweeps(t)) {
+      INFO(dtypeName(t) << ", " << e.ops << " ops");
+      test::RunOptions o;
+      o.ranges = e.ranges;
+      o.tolScale = t == DType::F32 ? 4 : 1;
+      test::runAndCheck(e.graph, o);
+    }
 }

@@ -167,8 +167,9 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     j["kernels"].push_back(std::move(jk));
   }
   std::vector<uint8_t> head = json::to_cbor(j);
-  std::vector<uint8_t> out(8);
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(uint64_t(head.size()) >> (8 * i));
+  std::vector<uint8_t> out;
+  out.reserve(8 + head.size() + blobs.bytes.size());
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(uint64_t(head.size()) >> (8 * i)));
   out.insert(out.end(), head.begin(), head.end());
   out.insert(out.end(), blobs.bytes.begin(), blobs.bytes.end());
   return out;
