@@ -23,7 +23,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <algorithm>
 #include <tuple>
 #include <filesystem>
@@ -42,19 +41,6 @@ extern char** environ;
 using namespace kiln;
 
 namespace {
-
-float bf16ToFloat(uint16_t h) {
-  uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t floatToBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
 
 struct Case {
   std::string name;
@@ -85,9 +71,9 @@ void runCase(const Case& c, const std::string& config = "") {
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<uint16_t> ha(c.m * c.k), hb(c.k * c.n), hbias(c.n);
-  for (auto& v : ha) v = floatToBf16(dist(rng));
-  for (auto& v : hb) v = floatToBf16(dist(rng));
-  for (auto& v : hbias) v = floatToBf16(dist(rng));
+  for (auto& v : ha) v = doubleToBF16Bits(dist(rng));
+  for (auto& v : hb) v = doubleToBF16Bits(dist(rng));
+  for (auto& v : hbias) v = doubleToBF16Bits(dist(rng));
   rt::DeviceBuffer a(ha.size() * 2), b(hb.size() * 2), bias(hbias.size() * 2), y(c.m * c.n * 2);
   a.upload(ha.data(), ha.size() * 2);
   b.upload(hb.data(), hb.size() * 2);
@@ -109,10 +95,10 @@ void runCase(const Case& c, const std::string& config = "") {
     for (int64_t col = 0; col < c.n; ++col) {
       double acc = 0;
       for (int64_t kk = 0; kk < c.k; ++kk)
-        acc += double(bf16ToFloat(ha[row * c.k + kk])) *
-               double(bf16ToFloat(c.transB ? hb[col * c.k + kk] : hb[kk * c.n + col]));
-      double want = c.epilogue ? geluTanh(acc + bf16ToFloat(hbias[col])) : acc;
-      double have = bf16ToFloat(hy[row * c.n + col]);
+        acc += bf16BitsToDouble(ha[row * c.k + kk]) *
+               bf16BitsToDouble(c.transB ? hb[col * c.k + kk] : hb[kk * c.n + col]);
+      double want = c.epilogue ? geluTanh(acc + bf16BitsToDouble(hbias[col])) : acc;
+      double have = bf16BitsToDouble(hy[row * c.n + col]);
       double err = std::fabs(have - want) / std::max(1.0, std::fabs(want));
       worst = std::max(worst, err);
       if (!(err <= 1.6e-2)) ++bad;  // bf16 output: 2^-8 relative, plus f32 summation

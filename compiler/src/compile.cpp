@@ -145,7 +145,6 @@ Sm90MatmulConfig sm90ConfigOf(const KernelPlan& kp, const CompileOptions& option
 CompiledKernel buildMatmul(const KernelPlan& kp, const std::string& name, const CompileOptions& options, size_t i) {
   auto t0 = Clock::now();
   const int sm = smNumber(options.chip);
-  const DType t = kp.graph.node(kp.graph.outputs()[0].node).dtype;
   MatmulKernel mk;
   std::string arch;
   CompileOptions cubinOptions = options;
@@ -156,12 +155,9 @@ CompiledKernel buildMatmul(const KernelPlan& kp, const std::string& name, const 
   } else {
     MatmulConfig cfg = matmulHeuristic(kp.graph);
     applyKernelConfig(options, static_cast<long>(i), [&](const std::string& j) { applyMatmulOverride(cfg, j); });
-    bool halfInputs = false;
-    for (int id = 0; id < kp.graph.numNodes(); ++id)
-      if (kp.graph.node(id).op == Op::Matmul)
-        halfInputs = kp.graph.node(id).dtype == DType::BF16 || kp.graph.node(id).dtype == DType::F16;
-    if (halfInputs && sm < 80)
-      throw Error("kiln: compile: matmul of " + std::string(dtypeName(t)) +
+    const DType mt = matmulShape(kp.graph).mm->dtype;
+    if ((mt == DType::BF16 || mt == DType::F16) && sm < 80)
+      throw Error("kiln: compile: matmul of " + std::string(dtypeName(mt)) +
                   " needs tensor cores with mma.sync (sm_80 or later); the target is " + options.chip);
     mk = emitMatmul(kp.graph, cfg, name);
     arch = "compute_" + std::to_string(sm);

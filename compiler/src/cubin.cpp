@@ -244,27 +244,13 @@ bool bind(void* lib, Fn& fn, const char* name) {
 // Loads libnvJitLink once per process (never unloaded). nullptr if missing;
 // `why` says what was tried.
 const NvJitLinkApi* nvJitLinkApi(const std::string& cudaHome, std::string* why) {
-  static std::mutex mu;
-  static NvJitLinkApi* api = nullptr;
-  std::lock_guard<std::mutex> lock(mu);
-  if (api) return api;
-
-  auto* a = new NvJitLinkApi();
-  ToolkitLibrary lib = openToolkitLibrary(cudaHome, "libnvJitLink.so.13", [&](void* h) {
-    return bind(h, a->create, "nvJitLinkCreate") && bind(h, a->destroy, "nvJitLinkDestroy") &&
-           bind(h, a->addData, "nvJitLinkAddData") && bind(h, a->complete, "nvJitLinkComplete") &&
-           bind(h, a->cubinSize, "nvJitLinkGetLinkedCubinSize") && bind(h, a->cubin, "nvJitLinkGetLinkedCubin") &&
-           bind(h, a->errorLogSize, "nvJitLinkGetErrorLogSize") && bind(h, a->errorLog, "nvJitLinkGetErrorLog") &&
-           bind(h, a->infoLogSize, "nvJitLinkGetInfoLogSize") && bind(h, a->infoLog, "nvJitLinkGetInfoLog");
+  return loadToolkitApi<NvJitLinkApi>(cudaHome, "libnvJitLink.so.13", [](void* h, NvJitLinkApi& a) {
+    return bind(h, a.create, "nvJitLinkCreate") && bind(h, a.destroy, "nvJitLinkDestroy") &&
+           bind(h, a.addData, "nvJitLinkAddData") && bind(h, a.complete, "nvJitLinkComplete") &&
+           bind(h, a.cubinSize, "nvJitLinkGetLinkedCubinSize") && bind(h, a.cubin, "nvJitLinkGetLinkedCubin") &&
+           bind(h, a.errorLogSize, "nvJitLinkGetErrorLogSize") && bind(h, a.errorLog, "nvJitLinkGetErrorLog") &&
+           bind(h, a.infoLogSize, "nvJitLinkGetInfoLogSize") && bind(h, a.infoLog, "nvJitLinkGetInfoLog");
   }, why);
-  if (!lib.handle) {
-    delete a;
-    return nullptr;
-  }
-  a->lib = lib.handle;
-  a->path = lib.path;
-  api = a;
-  return api;
 }
 
 std::string nvJitLinkLog(const NvJitLinkApi& api, nvJitLinkHandle h, bool info) {

@@ -39,22 +39,48 @@ std::string productExpr(const Shape& s, size_t from) {
   return e.empty() ? "1LL" : "(" + e + ")";
 }
 
+MatmulShape matmulShape(const Graph& g) {
+  MatmulShape s;
+  for (int id = 0; id < g.numNodes(); ++id)
+    if (g.node(id).op == Op::Matmul) s.id = id;
+  if (s.id < 0) throw Error("kiln: internal: a matmul kernel's graph has no matmul");
+  const Node& mm = g.node(s.id);
+  s.mm = &mm;
+  const Node& an = g.node(mm.inputs[0]);
+  const size_t ra = an.shape.size(), rc = mm.shape.size();
+  s.M = mm.shape[rc - 2];
+  s.N = mm.shape[rc - 1];
+  s.K = mm.transA ? an.shape[ra - 2] : an.shape[ra - 1];
+  s.batch.assign(mm.shape.begin(), mm.shape.end() - 2);
+  return s;
+}
+
+std::string batchOffsetCode(const MatmulShape& s, const Graph& g, const std::string& varA, const std::string& varB,
+                            bool elements, const std::string& indent) {
+  std::string code;
+  for (size_t d = s.batch.size(); d-- > 0;) {
+    code += indent + "{ const long long i = zz % " + dimExpr(s.batch[d]) + "; zz /= " + dimExpr(s.batch[d]) + ";";
+    const size_t fromEnd = s.batch.size() - d;  // 1: the last batch dim
+    for (const auto& [node, var] : {std::pair{&g.node(s.mm->inputs[0]), varA}, std::pair{&g.node(s.mm->inputs[1]), varB}}) {
+      const Shape& shape = node->shape;
+      const size_t batchRank = shape.size() - 2;  // operand dims right-aligned with the output's
+      if (batchRank < fromEnd) continue;
+      const size_t od = batchRank - fromEnd;
+      if (shape[od].isStatic() && shape[od].size == 1) continue;
+      const Shape later(shape.begin() + static_cast<std::ptrdiff_t>(od) + 1,
+                        elements ? shape.end() : shape.end() - 2);
+      code += " " + var + " += i * " + productExpr(later, 0) + ";";
+    }
+    code += " }\n";
+  }
+  return code;
+}
+
 MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores) {
   MatmulSignature sig;
-  int mmId = -1;
-  for (int id = 0; id < g.numNodes(); ++id)
-    if (g.node(id).op == Op::Matmul) mmId = id;
-  if (mmId < 0) throw Error("kiln: internal: a matmul kernel's graph has no matmul");
-  const Node& mm = g.node(mmId);
-  sig.mm = &mm;
-  const Node& an = g.node(mm.inputs[0]);
-  const Node& bn = g.node(mm.inputs[1]);
-  const size_t ra = an.shape.size(), rc = mm.shape.size();
-  sig.M = mm.shape[rc - 2];
-  sig.N = mm.shape[rc - 1];
-  sig.K = mm.transA ? an.shape[ra - 2] : an.shape[ra - 1];
-  sig.batch.assign(mm.shape.begin(), mm.shape.end() - 2);
-  (void)bn;
+  static_cast<MatmulShape&>(sig) = matmulShape(g);
+  const int mmId = sig.id;
+  const Node& mm = *sig.mm;
 
   // Parameters: input tensors (graph order), outputs, dims, scalars.
   std::map<int, std::string> ptrOf, scalarOf;
@@ -339,10 +365,7 @@ $TILE_START    float acc[8][8];
 }  // namespace
 
 MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::string& name) {
-  CompiledKernel probe;
-  const Node& mm = *matmulSignature(g, probe, false).mm;
-  const Node& an = g.node(mm.inputs[0]);
-  const Node& bn = g.node(mm.inputs[1]);
+  const Node& mm = *matmulShape(g).mm;
   const DType t = mm.dtype;
   const bool tc = t == DType::BF16 || t == DType::F16;
   if (tc ? (cfg.blockM != 128 || cfg.blockN != 128 || cfg.threads != 256 || cfg.blockK % 16 != 0)
@@ -350,38 +373,15 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
     throw Error("matmul: config " + cfg.json() + " is not supported by this kernel (128 x 128 tiles, 256 threads" +
                 std::string(tc ? ", K step a multiple of 16)" : ")"));
 
-  const size_t ra = an.shape.size(), rb = bn.shape.size(), rc = mm.shape.size();
-  const Dim M = mm.shape[rc - 2], N = mm.shape[rc - 1];
-  const Dim K = mm.transA ? an.shape[ra - 2] : an.shape[ra - 1];
-  Shape batch(mm.shape.begin(), mm.shape.end() - 2);
-
   MatmulKernel out;
   CompiledKernel& k = out.kernel;
   k.name = name;
   k.schedule = "matmul";
   k.config = cfg.json();
   MatmulSignature sig = matmulSignature(g, k, false);
-
-  // Batch offsets: walk the output's batch dims from the last; an operand
-  // dim of size 1 (or missing) is broadcast.
-  std::string offsets;
-  auto operandStride = [&](const Shape& s, size_t from) { return productExpr(s, from); };
-  for (size_t d = batch.size(); d-- > 0;) {
-    offsets += "      { const long long i = zz % " + dimExpr(batch[d]) + "; zz /= " + dimExpr(batch[d]) + ";";
-    // Operand dims right-aligned with the output's batch dims.
-    const size_t fromEnd = batch.size() - d;  // 1 = the last batch dim
-    if (ra - 2 >= fromEnd) {
-      const size_t ad = ra - 2 - fromEnd;
-      if (!(an.shape[ad].isStatic() && an.shape[ad].size == 1))
-        offsets += " offA += i * " + operandStride(an.shape, ad + 1) + ";";
-    }
-    if (rb - 2 >= fromEnd) {
-      const size_t bd = rb - 2 - fromEnd;
-      if (!(bn.shape[bd].isStatic() && bn.shape[bd].size == 1))
-        offsets += " offB += i * " + operandStride(bn.shape, bd + 1) + ";";
-    }
-    offsets += " }\n";
-  }
+  // Operand offsets per batch index (element offsets; broadcast dims add
+  // nothing).
+  const std::string offsets = batchOffsetCode(sig, g, "offA", "offB", true, "      ");
 
   std::string src = tc ? kBody16 : kBody32;
   replaceAll(src, "$PRELUDE", sig.prelude);
@@ -413,7 +413,7 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   replaceAll(src, "$CVT", t == DType::BF16 ? "bf16" : "f16");
   replaceAll(src, "$MMA", t == DType::BF16 ? "bf16" : "f16");
   replaceAll(src, "$BATCH_OFFSETS", offsets);
-  replaceAll(src, "$BATCH", productExpr(batch, 0));
+  replaceAll(src, "$BATCH", productExpr(sig.batch, 0));
   replaceAll(src, "$BM", std::to_string(cfg.blockM));
   replaceAll(src, "$BN", std::to_string(cfg.blockN));
   replaceAll(src, "$BK", std::to_string(cfg.blockK));
@@ -422,9 +422,9 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   replaceAll(src, "$PARAMS", sig.params);
   replaceAll(src, "$APTR", sig.aPtr);
   replaceAll(src, "$BPTR", sig.bPtr);
-  replaceAll(src, "$M", dimExpr(M));
-  replaceAll(src, "$N", dimExpr(N));
-  replaceAll(src, "$K", dimExpr(K));
+  replaceAll(src, "$M", dimExpr(sig.M));
+  replaceAll(src, "$N", dimExpr(sig.N));
+  replaceAll(src, "$K", dimExpr(sig.K));
   out.source = std::move(src);
 
   k.entries.push_back({name + "_s1", false});

@@ -54,16 +54,31 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& config, const std::s
 // index math), bounds-checked against M and N. With `pairStores` the two
 // elements are stored with one 4- or 8-byte store where N is even (the
 // tensors must then be 16-byte aligned).
-struct MatmulSignature {
+// The matmul of a kernel's graph and its sizes (cheap: no code).
+struct MatmulShape {
+  int id = -1;                // the matmul node's id
   const Node* mm = nullptr;   // the matmul node
+  Dim M, N, K;
+  Shape batch;                // the output's batch dims
+};
+MatmulShape matmulShape(const Graph& g);
+
+struct MatmulSignature : MatmulShape {
   std::string params;         // the kernel's parameter list
   std::string aPtr, bPtr;     // parameter names of the operands
   std::string epilogue;       // defines kiln_epilogue (inside the kernel)
-  Dim M, N, K;
-  Shape batch;                // the output's batch dims
   std::string prelude;        // device helpers (put before the kernel)
 };
 MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores);
+
+// Code that walks `zz` (the output's flattened batch index, a variable the
+// code changes) down the output's batch dims and adds each operand's share:
+// `varA += i * stride` for A, `varB` for B, where stride is the product of
+// the operand's later batch dims, times its matrix (rows x columns) when
+// `elements` (an element offset; otherwise an index over its own batch).
+// Broadcast dims (missing or of size 1) add nothing. One line per dim.
+std::string batchOffsetCode(const MatmulShape& s, const Graph& g, const std::string& varA, const std::string& varB,
+                            bool elements, const std::string& indent);
 
 // A dim as a C expression: a literal, or the kernel parameter of a dynamic
 // dim; the product of dims [from, end) of a shape.

@@ -60,8 +60,7 @@ int stagesFor(int blockN) {
 
 // The tiles of a static-shaped problem (0 when a dim is dynamic).
 int64_t tileCount(const Graph& g, int blockN) {
-  CompiledKernel probe;
-  MatmulSignature sig = matmulSignature(g, probe, true);
+  const MatmulShape sig = matmulShape(g);
   int64_t batch = 1;
   for (const Dim& d : sig.batch) {
     if (!d.isStatic()) return 0;
@@ -107,9 +106,7 @@ std::vector<Sm90MatmulConfig> sm90MatmulSpace() {
 }
 
 bool sm90MatmulApplies(const Graph& g) {
-  CompiledKernel probe;
-  MatmulSignature sig = matmulSignature(g, probe, true);
-  const Node& mm = *sig.mm;
+  const Node& mm = *matmulShape(g).mm;
   if (mm.dtype != DType::BF16 && mm.dtype != DType::F16) return false;
   // The contiguous dim of each operand sets its row stride.
   const Node& a = g.node(mm.inputs[0]);
@@ -277,25 +274,10 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
 
   // Operand batch indices (flattened over the operand's own batch dims;
   // broadcast dims contribute nothing).
-  std::string batchCode;
-  if (!sig.batch.empty()) {
-    batchCode = "        { long long zz = z;\n";
-    for (size_t d = sig.batch.size(); d-- > 0;) {
-      batchCode += "          { const long long i = zz % " + dimExpr(sig.batch[d]) + "; zz /= " +
-                   dimExpr(sig.batch[d]) + ";";
-      const size_t fromEnd = sig.batch.size() - d;
-      for (const auto& [node, var] : {std::pair{&an, "zA"}, std::pair{&bn, "zB"}}) {
-        Shape ob(node->shape.begin(), node->shape.end() - 2);
-        if (ob.size() >= fromEnd) {
-          const size_t od = ob.size() - fromEnd;
-          if (!(ob[od].isStatic() && ob[od].size == 1))
-            batchCode += std::string(" ") + var + " += i * " + productExpr(ob, od + 1) + ";";
-        }
-      }
-      batchCode += " }\n";
-    }
-    batchCode += "        }\n";
-  }
+  const std::string batchCode =
+      sig.batch.empty() ? ""
+                        : "        { long long zz = z;\n" + batchOffsetCode(sig, g, "zA", "zB", false, "          ") +
+                              "        }\n";
 
   // Loads and descriptors per layout. K-major: one box {64 K, rows}.
   // M/N-major: boxes {64 M or N, 64 K}, one per 64-wide chunk.

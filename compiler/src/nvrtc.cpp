@@ -40,26 +40,13 @@ bool bind(void* lib, Fn& fn, const char* name) {
 
 // Loaded once per process, never unloaded.
 const NvrtcApi* nvrtcApi(const std::string& cudaHome, std::string* why) {
-  static std::mutex mu;
-  static NvrtcApi* api = nullptr;
-  std::lock_guard<std::mutex> lock(mu);
-  if (api) return api;
-  auto* a = new NvrtcApi();
-  ToolkitLibrary lib = openToolkitLibrary(cudaHome, "libnvrtc.so.13", [&](void* h) {
-    return bind(h, a->version, "nvrtcVersion") && bind(h, a->create, "nvrtcCreateProgram") &&
-           bind(h, a->compile, "nvrtcCompileProgram") && bind(h, a->ptxSize, "nvrtcGetPTXSize") &&
-           bind(h, a->ptx, "nvrtcGetPTX") && bind(h, a->logSize, "nvrtcGetProgramLogSize") &&
-           bind(h, a->log, "nvrtcGetProgramLog") && bind(h, a->destroy, "nvrtcDestroyProgram") &&
-           bind(h, a->errorString, "nvrtcGetErrorString");
+  return loadToolkitApi<NvrtcApi>(cudaHome, "libnvrtc.so.13", [](void* h, NvrtcApi& a) {
+    return bind(h, a.version, "nvrtcVersion") && bind(h, a.create, "nvrtcCreateProgram") &&
+           bind(h, a.compile, "nvrtcCompileProgram") && bind(h, a.ptxSize, "nvrtcGetPTXSize") &&
+           bind(h, a.ptx, "nvrtcGetPTX") && bind(h, a.logSize, "nvrtcGetProgramLogSize") &&
+           bind(h, a.log, "nvrtcGetProgramLog") && bind(h, a.destroy, "nvrtcDestroyProgram") &&
+           bind(h, a.errorString, "nvrtcGetErrorString");
   }, why);
-  if (!lib.handle) {
-    delete a;
-    return nullptr;
-  }
-  a->lib = lib.handle;
-  a->path = lib.path;
-  api = a;
-  return api;
 }
 
 std::string programLog(const NvrtcApi& api, Program p) {

@@ -153,7 +153,7 @@ class Planner {
   Plan run();
 
  private:
-  Plan matmulOnly();
+  Plan matmulKernel();
   const std::set<int>& coneGroups(int id);
   bool fits(int id, int kernel) const;
   int ownerFor(int id, bool isOutput);
@@ -345,7 +345,7 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
 Plan Planner::run() {
   if (g_.outputs().empty()) throw Error("kiln: compile: the graph has no outputs; mark results with Graph::output");
   for (int id : order_)
-    if (g_.node(id).op == Op::Matmul) return matmulOnly();
+    if (g_.node(id).op == Op::Matmul) return matmulKernel();
   // 1. Row groups, in topological order of their first reduction.
   for (int id : order_) {
     const Node& n = g_.node(id);
@@ -507,7 +507,7 @@ Plan Planner::run() {
 // residual, runtime scalars); outputs must have the matmul's full shape.
 // Anything else (operands computed in the graph, reductions of the product,
 // views, a second matmul) is refused with the list of what is in the way.
-Plan Planner::matmulOnly() {
+Plan Planner::matmulKernel() {
   std::vector<std::string> extra;
   int matmuls = 0, mmId = -1;
   for (int id : order_)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 #include <string>
 
 namespace kiln::compiler {
@@ -18,5 +19,27 @@ struct ToolkitLibrary {
 // skipped). On failure, `why` says what was tried. Never unloaded.
 ToolkitLibrary openToolkitLibrary(const std::string& cudaHome, const std::string& soname,
                                   const std::function<bool(void*)>& bindAll, std::string* why);
+
+// The process-wide API table `Api` of a toolkit library (a struct with
+// members `void* lib` and `std::string path` besides its entry points),
+// loaded and bound by `bindAll(handle, api)` the first time it succeeds and
+// then kept (never unloaded). Null while it cannot be loaded; `why` says why.
+template <typename Api, typename BindAll>
+const Api* loadToolkitApi(const std::string& cudaHome, const char* soname, BindAll bindAll, std::string* why) {
+  static std::mutex mu;
+  static Api* api = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (api) return api;
+  auto* a = new Api();
+  ToolkitLibrary lib = openToolkitLibrary(cudaHome, soname, [&](void* h) { return bindAll(h, *a); }, why);
+  if (!lib.handle) {
+    delete a;
+    return nullptr;
+  }
+  a->lib = lib.handle;
+  a->path = lib.path;
+  api = a;
+  return api;
+}
 
 }  // namespace kiln::compiler
