@@ -72,7 +72,14 @@ void requireSameKernels(const compiler::CompiledGraph& a, const compiler::Compil
     CHECK(x.launch.elementsPerBlock == y.launch.elementsPerBlock);
     CHECK(x.launch.iterShape == y.launch.iterShape);
     CHECK(x.launch.maxBlocks == y.launch.maxBlocks);
+    CHECK(x.launch.tile == y.launch.tile);
     CHECK(x.launch.sharedBytes == y.launch.sharedBytes);
+    CHECK(x.source == y.source);
+    REQUIRE(x.tensorMaps.size() == y.tensorMaps.size());
+    for (size_t t = 0; t < x.tensorMaps.size(); ++t)
+      CHECK((x.tensorMaps[t].tensor == y.tensorMaps[t].tensor && x.tensorMaps[t].boxInner == y.tensorMaps[t].boxInner &&
+             x.tensorMaps[t].boxRows == y.tensorMaps[t].boxRows &&
+             x.tensorMaps[t].clampRows == y.tensorMaps[t].clampRows));
     CHECK(x.mlir == y.mlir);
     CHECK(x.ptx == y.ptx);
     CHECK(x.cubin == y.cubin);
@@ -105,6 +112,22 @@ TEST_CASE("a multi-kernel graph with a workspace and scalars survives the disk c
   REQUIRE(!first.workspace.empty());
   compiler::CompiledGraph second = compileGraphCached(g, o, true, &fc.cache);
   for (const auto& k : second.kernels) CHECK(k.cache == "hit");
+  requireSameKernels(first, second);
+}
+
+TEST_CASE("a Hopper matmul with an epilogue survives the disk cache field for field", "[compile][cache][matmul]") {
+  FreshCache fc;
+  Graph g;
+  Tensor y = matmul(g.input("a", DType::BF16, {"M", 256}), g.input("w", DType::BF16, {512, 256}), {false, true});
+  static std::mt19937_64 rng(std::random_device{}());
+  g.output("y", relu(y * std::uniform_real_distribution<double>(1, 2)(rng)));
+  compiler::CompileOptions o;
+  compiler::CompiledGraph first = compileGraphCached(g, o, true, &fc.cache);
+  REQUIRE(first.kernels.size() == 1);
+  REQUIRE(first.kernels[0].tensorMaps.size() == 2);
+  REQUIRE(!first.kernels[0].launch.tile.empty());
+  compiler::CompiledGraph second = compileGraphCached(g, o, true, &fc.cache);
+  CHECK(second.kernels.at(0).cache == "hit");
   requireSameKernels(first, second);
 }
 

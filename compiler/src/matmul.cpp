@@ -429,8 +429,9 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
 
   k.entries.push_back({name + "_s1", false});
   k.launch.threadsPerBlock = cfg.threads;
-  k.launch.elementsPerBlock = static_cast<int64_t>(cfg.blockM) * cfg.blockN;
-  k.launch.iterShape = mm.shape;  // blocks = ceil(batch*M*N / tile) <= tiles; the kernel loops over the rest
+  k.launch.elementsPerBlock = 1;
+  k.launch.iterShape = mm.shape;
+  k.launch.tile = {cfg.blockM, cfg.blockN};  // one block per output tile
   k.launch.maxBlocks = 0;
   return out;
 }

@@ -399,8 +399,9 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   // pointer that is not.
   k.entries.push_back({name + "_v", true});
   k.launch.threadsPerBlock = 384;
-  k.launch.elementsPerBlock = static_cast<int64_t>(128) * c.blockN;
+  k.launch.elementsPerBlock = 1;
   k.launch.iterShape = mm.shape;
+  k.launch.tile = {128, c.blockN};  // one block per output tile, at most one per SM
   k.launch.maxBlocks = smCount;
   k.launch.sharedBytes = c.sharedBytes();
   return out;

@@ -46,8 +46,7 @@ struct PreparedKernel {
   std::vector<int> dimMap;     // kernel dim -> graph dim
   std::vector<int> scalarMap;  // kernel scalar -> graph scalar
   bool identity = false;       // the kernel's signature is the graph's
-  int64_t staticIter = 1;
-  std::vector<int> iterDims;   // kernel dim indices multiplying the iteration count
+  detail::GridRule grid;
   rt::Module module;
   rt::Function vectorized, scalar;
   // The first compile built this kernel's scalar entry too (a kernel may
@@ -151,7 +150,8 @@ void loadScalarEntries(Kernel::Impl& impl) {
       for (size_t t = 0; t < ck.tensors.size(); ++t)
         if (ck.tensors[t].name != pk.ck->tensors[t].name) planMismatch(i, ck, *pk.ck, "other tensors");
       if (a.threadsPerBlock != b.threadsPerBlock || a.elementsPerBlock != b.elementsPerBlock ||
-          a.maxBlocks != b.maxBlocks || a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape)
+          a.maxBlocks != b.maxBlocks || a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape ||
+          a.tile != b.tile)
         planMismatch(i, ck, *pk.ck, "another launch geometry");
       const compiler::KernelEntry* entry = nullptr;
       for (const compiler::KernelEntry& e : ck.entries)
@@ -279,12 +279,7 @@ void prepare(Kernel::Impl& impl) {
     for (size_t i = 0; pk.identity && i < pk.tensorMap.size(); ++i) pk.identity = pk.tensorMap[i] == static_cast<int>(i);
     for (size_t i = 0; pk.identity && i < pk.dimMap.size(); ++i) pk.identity = pk.dimMap[i] == static_cast<int>(i);
     for (size_t i = 0; pk.identity && i < pk.scalarMap.size(); ++i) pk.identity = pk.scalarMap[i] == static_cast<int>(i);
-    for (const Dim& d : ck.launch.iterShape) {
-      if (d.isStatic()) pk.staticIter *= d.size;
-      else pk.iterDims.push_back(indexOf(ck.dims, d.name));
-      if (!pk.iterDims.empty() && pk.iterDims.back() < 0)
-        misfit(ck, "its launch iterates over dim " + d.name + ", which it does not take");
-    }
+    pk.grid = detail::GridRule::from(ck.launch, ck.dims, ck.name);
     for (const compiler::TensorMapParam& m : ck.tensorMaps) {
       if (m.tensor < 0 || static_cast<size_t>(m.tensor) >= ck.tensors.size() || ck.tensors[m.tensor].shape.size() < 2)
         misfit(ck, "a tensor map names tensor " + std::to_string(m.tensor) + ", which is not a tensor of rank >= 2");
@@ -383,13 +378,9 @@ struct KernelRegistry {
 }
 
 void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock& block, void* stream) {
-  int64_t total = pk.staticIter;
-  for (int d : pk.iterDims) total *= block.dimValue(static_cast<size_t>(d));
-  if (total <= 0) return;
+  const int64_t blocks = pk.grid.blocks([&](size_t d) { return block.dimValue(d); });
+  if (blocks == 0) return;
   const compiler::LaunchGeometry& lg = pk.ck->launch;
-  int64_t blocks = (total + lg.elementsPerBlock - 1) / lg.elementsPerBlock;
-  if (lg.maxBlocks > 0 && blocks > lg.maxBlocks) blocks = lg.maxBlocks;
-  if (blocks > 0x7fffffff) blocks = 0x7fffffff;  // the kernels loop over chunks
   rt::LaunchConfig cfg;
   cfg.grid.x = static_cast<unsigned>(blocks);
   cfg.block.x = static_cast<unsigned>(lg.threadsPerBlock);
@@ -493,6 +484,34 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
 }
 
 namespace detail {
+
+GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std::string>& kernelDims,
+                        const std::string& kernel) {
+  auto bad = [&](const std::string& problem) -> Error {
+    return Error("kiln: internal error: compiled kernel '" + kernel + "' has a bad launch geometry: " + problem);
+  };
+  GridRule r;
+  if (g.tile.size() > g.iterShape.size()) throw bad("more tile sizes than iteration dims");
+  if (g.elementsPerBlock < 1) throw bad("elements per block below 1");
+  r.elementsPerBlock = g.elementsPerBlock;
+  r.maxBlocks = g.maxBlocks;
+  const size_t lead = g.iterShape.size() - g.tile.size();
+  for (size_t a = 0; a < g.iterShape.size(); ++a) {
+    const int64_t t = a < lead ? 1 : g.tile[a - lead];
+    if (t < 1) throw bad("a tile size below 1");
+    const Dim& d = g.iterShape[a];
+    if (d.isStatic()) {
+      r.staticCount *= (d.size + t - 1) / t;
+      continue;
+    }
+    int index = -1;
+    for (size_t i = 0; i < kernelDims.size(); ++i)
+      if (kernelDims[i] == d.name) index = static_cast<int>(i);
+    if (index < 0) throw bad("it iterates over dim " + d.name + ", which the kernel does not take");
+    r.dynamic.push_back({index, t});
+  }
+  return r;
+}
 
 compiler::CompileOptions compilerOptions(const CompileOptions& options, const std::string& chip) {
   compiler::CompileOptions co;

@@ -1,11 +1,41 @@
 // Facade internals shared with its tests (not installed, not public API).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kiln/kernel.h"
 
 namespace kiln::detail {
+
+// A kernel's grid size from its LaunchGeometry, prepared once so that a
+// launch does a few multiplications: staticCount (the static dims' tile
+// counts) times ceil(dim / tile) for each (kernel dim index, tile) of
+// dynamic, then ceil(/ elementsPerBlock), capped at maxBlocks (> 0) and at
+// 2^31 - 1 (the kernels loop over the rest). 0 means nothing to launch.
+struct GridRule {
+  int64_t staticCount = 1;
+  std::vector<std::pair<int, int64_t>> dynamic;
+  int64_t elementsPerBlock = 1;
+  int64_t maxBlocks = 0;
+
+  // `kernelDims`: the kernel's dynamic dims (CompiledKernel::dims), in the
+  // order dimValue takes them. A geometry that names other dims or has bad
+  // tiles is a kiln::Error naming `kernel`.
+  static GridRule from(const compiler::LaunchGeometry& g, const std::vector<std::string>& kernelDims,
+                       const std::string& kernel);
+  template <class DimValue>
+  int64_t blocks(const DimValue& dimValue) const {
+    int64_t total = staticCount;
+    for (const auto& [d, t] : dynamic) total *= (dimValue(static_cast<size_t>(d)) + t - 1) / t;
+    if (total <= 0) return 0;
+    int64_t b = (total + elementsPerBlock - 1) / elementsPerBlock;
+    if (maxBlocks > 0 && b > maxBlocks) b = maxBlocks;
+    return b > 0x7fffffff ? 0x7fffffff : b;
+  }
+};
 
 // A Kernel for a graph whose CompiledGraph is already at hand: no compiler
 // run, no registry entry. Checks that the kernels fit the graph (every

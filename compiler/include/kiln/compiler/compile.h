@@ -45,13 +45,19 @@ struct KernelEntry {
   bool vectorized = false;
 };
 
-// How to size the grid at launch: total = product of iterShape (dynamic dims
-// bound at launch), blocks = ceil(total / elementsPerBlock), capped at
-// maxBlocks when that is > 0 (the kernel loops over the rest).
+// How to size the grid at launch: each dim of iterShape (dynamic dims bound
+// at launch) is cut into tiles of the matching entry of `tile` (aligned to
+// iterShape's trailing dims; missing entries are 1), total = product of the
+// tile counts, blocks = ceil(total / elementsPerBlock), capped at maxBlocks
+// when that is > 0 (the kernel loops over the rest). Pointwise and reduction
+// schedules count elements (no tile); matmul counts output tiles (tile
+// {BM, BN}, elementsPerBlock 1), so that a 16-row output of 128-row tiles
+// still gets one block per tile.
 struct LaunchGeometry {
   int threadsPerBlock = 256;
   int64_t elementsPerBlock = 256;
   Shape iterShape;
+  std::vector<int64_t> tile;
   int64_t maxBlocks = 0;
   int sharedBytes = 0;     // dynamic shared memory per block
 };
@@ -167,7 +173,7 @@ struct KernelTuningInfo {
 // The schedules' versions (stored with tuned configs).
 inline constexpr int kPointwiseScheduleVersion = 1;
 inline constexpr int kRowReductionScheduleVersion = 1;
-inline constexpr int kMatmulScheduleVersion = 2;
+inline constexpr int kMatmulScheduleVersion = 3;  // 3: grids count output tiles
 
 // Plans the graph and describes each kernel (milliseconds or less: no MLIR).
 KILN_COMPILER_API std::vector<KernelTuningInfo> describeKernels(const Graph& graph,

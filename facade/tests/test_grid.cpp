@@ -1,0 +1,95 @@
+// Grid sizes from compiled kernels' launch geometry (detail::GridRule, what
+// Kernel::launch computes before cuLaunchKernel): pointwise kernels count
+// elements; matmul kernels count output tiles, so a 16-row output of 128-row
+// tiles gets one block per tile (it once got ceil(M*N / tile area), 8 times
+// too few, and ran 5.5 times slower). CPU only: the kernels are compiled
+// for sm_90 without a GPU.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "kernel_internal.h"
+#include "kiln/kiln.h"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t configInt(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\": ");
+  REQUIRE(at != std::string::npos);
+  return std::stoll(json.substr(at + key.size() + 4));
+}
+
+Graph matmulGraph(DType t, Dim M, int64_t N, int64_t K) {
+  Graph g;
+  g.output("c", matmul(g.input("a", t, {M, Dim(K)}), g.input("b", t, {Dim(K), Dim(N)})));
+  return g;
+}
+
+int64_t blocksFor(const compiler::CompiledKernel& k, std::vector<int64_t> dims) {
+  detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
+  return r.blocks([&](size_t d) { return dims.at(d); });
+}
+
+}  // namespace
+
+TEST_CASE("grid: the Hopper matmul gets one block per output tile, at most one per SM", "[compile][matmul]") {
+  const int sms = 132;
+  for (int64_t m : {16, 64, 100, 128, 4096}) {
+    CAPTURE(m);
+    compiler::CompiledGraph cg = compiler::compileGraph(matmulGraph(DType::BF16, Dim(m), 8192, 1024),
+                                                        {.chip = "sm_90", .smCount = sms});
+    REQUIRE(cg.kernels.size() == 1);
+    const compiler::CompiledKernel& k = cg.kernels[0];
+    const int64_t bm = configInt(k.config, "block_m"), bn = configInt(k.config, "block_n");
+    const int64_t tiles = ceilDiv(m, bm) * ceilDiv(8192, bn);
+    CHECK(blocksFor(k, {}) == std::min<int64_t>(tiles, sms));
+  }
+  // A dynamic M: the tile count follows the launch's M.
+  compiler::CompiledGraph cg = compiler::compileGraph(matmulGraph(DType::BF16, Dim("M"), 8192, 1024),
+                                                      {.chip = "sm_90", .smCount = sms});
+  const compiler::CompiledKernel& k = cg.kernels.at(0);
+  const int64_t bn = configInt(k.config, "block_n");
+  CHECK(blocksFor(k, {16}) == ceilDiv(8192, bn));
+  CHECK(blocksFor(k, {129}) == std::min<int64_t>(2 * ceilDiv(8192, bn), sms));
+  CHECK(blocksFor(k, {0}) == 0);
+}
+
+TEST_CASE("grid: the portable matmul gets one block per output tile", "[compile][matmul]") {
+  compiler::CompiledGraph cg = compiler::compileGraph(matmulGraph(DType::F32, Dim("M"), 1000, 64), {.chip = "sm_90"});
+  const compiler::CompiledKernel& k = cg.kernels.at(0);
+  const int64_t bm = configInt(k.config, "block_m"), bn = configInt(k.config, "block_n");
+  for (int64_t m : {1, 16, 300}) {
+    CAPTURE(m);
+    CHECK(blocksFor(k, {m}) == ceilDiv(m, bm) * ceilDiv(1000, bn));
+  }
+}
+
+TEST_CASE("grid: pointwise kernels count elements", "[compile]") {
+  Graph g;
+  g.output("y", g.input("x", DType::F32, {"N"}) + 1.0);
+  compiler::CompiledGraph cg = compiler::compileGraph(g, {.chip = "sm_90"});
+  const compiler::CompiledKernel& k = cg.kernels.at(0);
+  REQUIRE(k.launch.tile.empty());
+  for (int64_t n : {1, 7, 1000003}) {
+    CAPTURE(n);
+    int64_t want = ceilDiv(n, k.launch.elementsPerBlock);
+    if (k.launch.maxBlocks > 0) want = std::min(want, k.launch.maxBlocks);
+    CHECK(blocksFor(k, {n}) == want);
+  }
+}
+
+TEST_CASE("grid: a launch geometry that does not fit its kernel is an error naming it", "[compile]") {
+  compiler::LaunchGeometry g;
+  g.iterShape = {Dim("N"), Dim(64)};
+  g.tile = {0};
+  CHECK_THROWS_WITH(detail::GridRule::from(g, {"N"}, "k0"), Contains("'k0'") && Contains("tile size below 1"));
+  g.tile = {1, 2, 3};
+  CHECK_THROWS_WITH(detail::GridRule::from(g, {"N"}, "k0"), Contains("more tile sizes"));
+  g.tile = {};
+  CHECK_THROWS_WITH(detail::GridRule::from(g, {"M"}, "k0"), Contains("dim N"));
+}
