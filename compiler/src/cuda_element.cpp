@@ -39,6 +39,9 @@ __device__ __forceinline__ float kiln_bf2f(u16 h) { return __uint_as_float((unsi
 __device__ __forceinline__ float kiln_h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ u16 kiln_f2bf(float f) { u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ u16 kiln_f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+// Two values rounded and packed in one instruction: lo in the low half.
+__device__ __forceinline__ unsigned kiln_pack_bf16x2(float lo, float hi) { unsigned r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
+__device__ __forceinline__ unsigned kiln_pack_f16x2(float lo, float hi) { unsigned r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 __device__ __forceinline__ float kiln_round_bf16(float f) { return kiln_bf2f(kiln_f2bf(f)); }
 __device__ __forceinline__ float kiln_round_f16(float f) { return kiln_h2f(kiln_f2h(f)); }
 __device__ __forceinline__ float kiln_tanh_approx(float x) { float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }

@@ -148,7 +148,24 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
     }
     return e.empty() ? std::string("0") : e;
   };
-  auto values = [&](int j) {
+  // Inputs that vary along the output's columns, read as one 4-byte pair
+  // where both elements are in bounds and N is even (16-bit types: the
+  // pair's offset is even, so the load is aligned).
+  auto pairable = [&](const Node& n) {
+    return (n.dtype == DType::BF16 || n.dtype == DType::F16) && !n.shape.empty() &&
+           !(n.shape.back().isStatic() && n.shape.back().size == 1);
+  };
+  auto pairLoads = [&]() {
+    std::string code;
+    for (int id = 0; id < g.numNodes(); ++id) {
+      const Node& n = g.node(id);
+      if (!needed[id] || id == mmId || n.op != Op::Input || !pairable(n)) continue;
+      code += "      const unsigned in" + std::to_string(id) + "_pair = *(const unsigned*)(" + ptrOf.at(id) + " + " +
+              offset(n.shape, "col") + ");\n";
+    }
+    return code;
+  };
+  auto values = [&](int j, bool paired) {
     std::string code, col = j ? "(col + 1)" : "col";
     std::map<int, std::string> v;
     for (int id = 0; id < g.numNodes(); ++id) {
@@ -156,6 +173,8 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
       const Node& n = g.node(id);
       std::string expr;
       if (id == mmId) expr = j ? "acc1" : "acc0";
+      else if (n.op == Op::Input && paired && pairable(n))
+        expr = cudaLoadValue("(u16)(in" + std::to_string(id) + "_pair" + (j ? " >> 16" : "") + ")", n.dtype);
       else if (n.op == Op::Input) expr = cudaLoadValue(ptrOf.at(id) + "[" + offset(n.shape, col) + "]", n.dtype);
       else if (n.op == Op::Scalar) expr = scalarOf.at(id);
       else if (n.op == Op::Constant) expr = cudaConstant(n);
@@ -169,23 +188,37 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
     }
     return std::make_pair(code, v);
   };
-  auto [code0, v0] = values(0);
-  auto [code1, v1] = values(1);
+  auto [code0, v0] = values(0, false);
+  auto [code1, v1] = values(1, false);
+  auto [pcode0, pv0] = values(0, true);
+  auto [pcode1, pv1] = values(1, true);
+  const std::string pcode = pairLoads() + pcode0 + pcode1;
+  // The value an output stores: a cast to the output's 16-bit type rounds
+  // once when stored, so it stores its operand (rounding twice gives the
+  // same bits; the cast's own rounding is then dead code).
+  auto stored = [&](const std::map<int, std::string>& v, int id) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Cast && (n.dtype == DType::BF16 || n.dtype == DType::F16)) {
+      const DType from = g.node(n.inputs[0]).dtype;
+      if (from == DType::F32 || from == DType::BF16 || from == DType::F16) return v.at(n.inputs[0]);
+    }
+    return v.at(id);
+  };
   std::string single0, single1, pair;
   for (size_t o = 0; o < g.outputs().size(); ++o) {
     const int id = g.outputs()[o].node;
     const DType t = g.node(id).dtype;
     const std::string& ptr = outPtr[o];
-    single0 += "      " + ptr + "[o] = " + cudaStoreValue(v0.at(id), t) + ";\n";
-    single1 += "        " + ptr + "[o + 1] = " + cudaStoreValue(v1.at(id), t) + ";\n";
+    single0 += "      " + ptr + "[o] = " + cudaStoreValue(stored(v0, id), t) + ";\n";
+    single1 += "        " + ptr + "[o + 1] = " + cudaStoreValue(stored(v1, id), t) + ";\n";
     if (t == DType::BF16 || t == DType::F16)
-      pair += "      *(unsigned*)(" + ptr + " + o) = (unsigned)" + cudaStoreValue(v0.at(id), t) + " | ((unsigned)" +
-              cudaStoreValue(v1.at(id), t) + " << 16);\n";
+      pair += "      *(unsigned*)(" + ptr + " + o) = " + (t == DType::BF16 ? "kiln_pack_bf16x2(" : "kiln_pack_f16x2(") +
+              stored(pv0, id) + ", " + stored(pv1, id) + ");\n";
     else if (t == DType::F32)
-      pair += "      *(float2*)(" + ptr + " + o) = make_float2(" + v0.at(id) + ", " + v1.at(id) + ");\n";
+      pair += "      *(float2*)(" + ptr + " + o) = make_float2(" + pv0.at(id) + ", " + pv1.at(id) + ");\n";
     else
-      pair += "      " + ptr + "[o] = " + cudaStoreValue(v0.at(id), t) + "; " + ptr + "[o + 1] = " +
-              cudaStoreValue(v1.at(id), t) + ";\n";
+      pair += "      " + ptr + "[o] = " + cudaStoreValue(pv0.at(id), t) + "; " + ptr + "[o + 1] = " +
+              cudaStoreValue(pv1.at(id), t) + ";\n";
   }
   std::string batchCoords;
   if (!sig.batch.empty()) {
@@ -199,7 +232,7 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
                   "    if (row >= M || col >= N) return;\n" +
                   batchCoords + "    const long long o = (z * M + row) * N + col;\n";
   if (pairStores) {
-    e += "    if (col + 1 < N && (N & 1) == 0) {\n" + code0 + code1 + pair + "      return;\n    }\n";
+    e += "    if (col + 1 < N && (N & 1) == 0) {\n" + pcode + pair + "      return;\n    }\n";
   }
   e += "    {\n" + code0 + single0 + "    }\n    if (col + 1 < N) {\n" + code1 + single1 + "    }\n  };\n";
   if (pairStores) {
@@ -208,7 +241,7 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
     // batch the loads and interleave the elements.
     e += "  // The same where (row, col + 1) is known to be inside the output.\n"
          "  auto kiln_epilogue_inside = [&](long long z, long long row, long long col, float acc0, float acc1) {\n" +
-         batchCoords + "    const long long o = (z * M + row) * N + col;\n    if ((N & 1) == 0) {\n" + code0 + code1 +
+         batchCoords + "    const long long o = (z * M + row) * N + col;\n    if ((N & 1) == 0) {\n" + pcode +
          pair + "    } else {\n" + code0 + single0 + code1 + single1 + "    }\n  };\n";
   }
   sig.epilogue = e;
