@@ -63,7 +63,9 @@ TEST_CASE("matmul: every dtype and layout compiles through NVRTC and ptxas witho
         CHECK_THAT(k.source, Catch::Contains(t == DType::F32 ? "fmaf"
                                              : hopper        ? "wgmma.mma_async"
                                                              : "mma.sync.aligned.m16n8k16"));
-        CHECK(k.tensorMaps.size() == (hopper ? 2u : 0u));
+        // Hopper: a map per operand and one for the output (TMA stores).
+        CHECK(k.tensorMaps.size() == (hopper ? 3u : 0u));
+        if (hopper) CHECK_THAT(k.ptx, Catch::Contains("cp.async.bulk.tensor.3d.global.shared::cta"));
         REQUIRE(k.resources.size() == 1);
         CHECK(k.resources[0].registers > 0);
         CHECK(k.resources[0].spillStoreBytes == 0);

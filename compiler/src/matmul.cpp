@@ -76,7 +76,7 @@ std::string batchOffsetCode(const MatmulShape& s, const Graph& g, const std::str
   return code;
 }
 
-MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores) {
+MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores, bool staged) {
   MatmulSignature sig;
   static_cast<MatmulShape&>(sig) = matmulShape(g);
   const int mmId = sig.id;
@@ -243,6 +243,36 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
          "  auto kiln_epilogue_inside = [&](long long z, long long row, long long col, float acc0, float acc1) {\n" +
          batchCoords + "    const long long o = (z * M + row) * N + col;\n    if ((N & 1) == 0) {\n" + pcode +
          pair + "    } else {\n" + code0 + single0 + code1 + single1 + "    }\n  };\n";
+  }
+  if (staged) {
+    // Into a warpgroup's staging buffer for a TMA store: output o at
+    // byte offset sum(64 * 64 * size of the outputs before it), as boxes of
+    // 64 rows x 128 bytes (64 16-bit or 32 f32 columns), 128-byte swizzled
+    // (16-byte chunk c of row r at chunk c ^ (r % 8)); (r, cc) is the pair's
+    // row and column inside the warpgroup's 64 x 64 chunk of the tile.
+    std::string st;
+    int offset = 0;
+    for (size_t o = 0; o < g.outputs().size(); ++o) {
+      const int id = g.outputs()[o].node;
+      const DType t = g.node(id).dtype;
+      const int size = static_cast<int>(dtypeSize(t));
+      const std::string at = "st + " + std::to_string(offset) + " + kiln_swizzle128(r, cc * " + std::to_string(size) + ")";
+      if (t == DType::BF16 || t == DType::F16)
+        st += "    *(unsigned*)(" + at + ") = " + (t == DType::BF16 ? "kiln_pack_bf16x2(" : "kiln_pack_f16x2(") +
+              stored(pv0, id) + ", " + stored(pv1, id) + ");\n";
+      else if (t == DType::F32)
+        st += "    *(float2*)(" + at + ") = make_float2(" + pv0.at(id) + ", " + pv1.at(id) + ");\n";
+      else
+        throw Error("kiln: internal: a staged matmul epilogue stores bf16, f16 or f32, not " +
+                    std::string(dtypeName(t)));
+      offset += 64 * 64 * size;
+    }
+    e += "  // The same into shared memory for a TMA store (tiles wholly inside the output).\n"
+         "  auto kiln_swizzle128 = [](int r, int byte) {\n"
+         "    return (byte >> 7) * 8192 + r * 128 + ((((byte >> 4) & 7) ^ (r & 7)) << 4) + (byte & 15);\n  };\n"
+         "  auto kiln_epilogue_staged = [&](long long z, long long row, long long col, float acc0, float acc1, "
+         "unsigned char* st, int r, int cc) {\n" +
+         batchCoords + pcode + st + "  };\n";
   }
   sig.epilogue = e;
   sig.prelude = cudaElementPrelude();
@@ -411,7 +441,7 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   k.name = name;
   k.schedule = "matmul";
   k.config = cfg.json();
-  MatmulSignature sig = matmulSignature(g, k, false);
+  MatmulSignature sig = matmulSignature(g, k, false, false);
   // Operand offsets per batch index (element offsets; broadcast dims add
   // nothing).
   const std::string offsets = batchOffsetCode(sig, g, "offA", "offB", true, "      ");

@@ -69,7 +69,11 @@ struct MatmulSignature : MatmulShape {
   std::string epilogue;       // defines kiln_epilogue (inside the kernel)
   std::string prelude;        // device helpers (put before the kernel)
 };
-MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores);
+// With `staged` (all outputs bf16, f16 or f32; N even) it also defines
+//   kiln_epilogue_staged(z, row, col, acc0, acc1, st, r, cc)
+// which writes the pair into a staging buffer `st` for a TMA store instead
+// (layout in matmul.cpp), with no bounds checks.
+MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores, bool staged);
 
 // Code that walks `zz` (the output's flattened batch index, a variable the
 // code changes) down the output's batch dims and adds each operand's share:

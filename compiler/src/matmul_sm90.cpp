@@ -10,7 +10,7 @@ namespace kiln::compiler {
 std::string Sm90MatmulConfig::json() const {
   return "{\"block_m\": 128, \"block_n\": " + std::to_string(blockN) + ", \"block_k\": 64, \"stages\": " +
          std::to_string(stages) + ", \"group_m\": " + std::to_string(groupM) + ", \"pingpong\": " +
-         std::to_string(pingpong ? 1 : 0) + "}";
+         std::to_string(pingpong ? 1 : 0) + ", \"tma_store\": " + std::to_string(tmaStore ? 1 : 0) + "}";
 }
 
 int Sm90MatmulConfig::sharedBytes() const {
@@ -29,12 +29,13 @@ bool validBlockN(int bn) { return bn == 64 || bn == 128 || bn == 192 || bn == 25
 void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "matmul (sm_90a kernel)",
                         "block_n: 64, 128, 192 or 256 (ping-pong: 64 or 128); stages: 2 to what shared memory "
-                        "holds; group_m: 1 to 64; pingpong: 0 or 1; block_m: 128; block_k: 64",
+                        "holds; group_m: 1 to 64; pingpong: 0 or 1; tma_store: 0 or 1; block_m: 128; block_k: 64",
                         [&](const std::string& key, int64_t v) {
                           if (key == "block_n" && validBlockN(static_cast<int>(v))) c.blockN = static_cast<int>(v);
                           else if (key == "stages" && v >= 2 && v <= 16) c.stages = static_cast<int>(v);
                           else if (key == "group_m" && v >= 1 && v <= 64) c.groupM = static_cast<int>(v);
                           else if (key == "pingpong" && (v == 0 || v == 1)) c.pingpong = v == 1;
+                          else if (key == "tma_store" && (v == 0 || v == 1)) c.tmaStore = v == 1;
                           else if ((key == "block_m" && v == 128) || (key == "block_k" && v == 64)) return true;
                           else return false;
                           return true;
@@ -105,6 +106,20 @@ std::vector<Sm90MatmulConfig> sm90MatmulSpace() {
   return out;
 }
 
+int sm90StagingBytes(const Graph& g) {
+  const MatmulShape sh = matmulShape(g);
+  if (g.outputs().size() > 2 || !sh.N.isStatic()) return 0;
+  int bytes = 0;
+  for (const GraphOutput& o : g.outputs()) {
+    const DType t = g.node(o.node).dtype;
+    if (t != DType::BF16 && t != DType::F16 && t != DType::F32) return 0;
+    const int size = static_cast<int>(dtypeSize(t));
+    if ((sh.N.size * size) % 16 != 0) return 0;
+    bytes += 2 * 64 * 64 * size;
+  }
+  return bytes;
+}
+
 bool sm90MatmulApplies(const Graph& g) {
   const Node& mm = *matmulShape(g).mm;
   if (mm.dtype != DType::BF16 && mm.dtype != DType::F16) return false;
@@ -143,6 +158,12 @@ __device__ __forceinline__ void kiln_mbar_wait(unsigned bar, unsigned parity) {
                "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
                "@!p bra KILN_WAIT;\n}\n" :: "r"(bar), "r"(parity) : "memory");
 }
+// One box of shared memory to a 3-D tensor map's (inner, rows, batch), in
+// the thread's bulk group.
+__device__ __forceinline__ void kiln_tma_store(const KilnTensorMap* map, unsigned src, int x, int y, int z) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+               :: "l"(map), "r"(src), "r"(x), "r"(y), "r"(z) : "memory");
+}
 // One box of a 3-D tensor map (inner, rows, batch) into shared memory,
 // completing on `bar`.
 __device__ __forceinline__ void kiln_tma_load(unsigned dst, const KilnTensorMap* map, unsigned bar, int x, int y, int z) {
@@ -163,14 +184,14 @@ __device__ __forceinline__ unsigned long long kiln_desc_mn(unsigned addr) {
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
-$NAME($PARAMS, const __grid_constant__ KilnTensorMap tmA, const __grid_constant__ KilnTensorMap tmB) {
+$NAME($PARAMS, const __grid_constant__ KilnTensorMap tmA, const __grid_constant__ KilnTensorMap tmB$OUT_MAPS) {
   const long long M = $M, N = $N, K = $K;
   const long long tilesM = (M + 127) / 128, tilesN = (N + $BN - 1) / $BN;
   const long long tilesPerBatch = tilesM * tilesN, numTiles = $BATCH * tilesPerBatch;
   const int kBlocks = (int)((K + 63) / 64);
   extern __shared__ unsigned char kiln_smem_raw[];
   unsigned char* smem = (unsigned char*)(((unsigned long long)kiln_smem_raw + 1023) & ~1023ull);
-  unsigned long long* full = (unsigned long long*)(smem + $STAGES * $STAGE_BYTES);
+  unsigned long long* full = (unsigned long long*)(smem + $STAGES * $STAGE_BYTES + $STAGING_BYTES);
   unsigned long long* empty = full + $STAGES;
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -245,7 +266,7 @@ $HANDOFF_AFTER    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     // Accumulator i of an m64 block, thread (warp w, lane l): row 16w + l/4 +
     // 8 [i%4 >= 2], column 8 (i/4) + 2 (l%4) + i%2.
 $STORE_CALLS  }
-#undef KILN_TILE
+$STORE_TAIL#undef KILN_TILE
 }
 )";
 
@@ -265,7 +286,9 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   k.name = name;
   k.schedule = "matmul";
   k.config = c.json();
-  MatmulSignature sig = matmulSignature(g, k, true);
+  const int staging = sm90StagingBytes(g);
+  const bool useTma = c.tmaStore && !c.pingpong && staging > 0 && c.sharedBytes() + staging <= kMaxShared;
+  MatmulSignature sig = matmulSignature(g, k, true, useTma);
   const Node& mm = *sig.mm;
   const Node& an = g.node(mm.inputs[0]);
   const Node& bn = g.node(mm.inputs[1]);
@@ -337,14 +360,58 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
           rowBase + " + 16 * w + l / 4 + ((i % 4) >= 2 ? 8 : 0), n0 + 8 * (i / 4) + 2 * (l % 4), d[" +
           std::to_string(h * perHalf) + " + i], d[" + std::to_string(h * perHalf) + " + i + 1]);\n";
   }
-  // Tiles wholly inside the output take the branch-free epilogue.
+  std::string outMaps, storeTail;
+  if (useTma) {
+    // Per 64-column chunk of the tile: wait until this warpgroup's previous
+    // stores have read its staging, write the chunk there, make the writes
+    // visible to the async proxy, and one thread stores every output's boxes.
+    std::string stores;
+    int offset = 0;
+    for (size_t o = 0; o < g.outputs().size(); ++o) {
+      const GraphOutput& go = g.outputs()[o];
+      const int size = static_cast<int>(dtypeSize(g.node(go.node).dtype));
+      int index = -1;
+      for (size_t i = 0; i < k.tensors.size(); ++i)
+        if (k.tensors[i].output && k.tensors[i].name == go.name) index = static_cast<int>(i);
+      if (index < 0) throw Error("kiln: internal: matmul output '" + go.name + "' is not a kernel tensor");
+      const std::string map = "tmC" + std::to_string(o);
+      outMaps += ", const __grid_constant__ KilnTensorMap " + map;
+      k.tensorMaps.push_back({index, 128 / size, 64});
+      for (int box = 0; box < size / 2; ++box)
+        stores += "          kiln_tma_store(&" + map + ", kiln_smem(st + " + std::to_string(offset + box * 8192) +
+                  "), (int)n0 + ch * 64 + " + std::to_string(box * 128 / size) + ", (int)m0 + c * 64, (int)z);\n";
+      offset += 64 * 64 * size;
+    }
+    calls = "      unsigned char* st = smem + $STAGES * $STAGE_BYTES + c * " + std::to_string(staging / 2) + ";\n"
+            "#pragma unroll\n"
+            "      for (int ch = 0; ch < $BN / 64; ++ch) {\n"
+            "        if (tid == 0) asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\");\n"
+            "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(3 + c) : \"memory\");\n"
+            "#pragma unroll\n"
+            "        for (int q = 0; q < 32; q += 2) {\n"
+            "          const int r = 16 * w + l / 4 + ((q % 4) >= 2 ? 8 : 0), cc = 8 * (q / 4) + 2 * (l % 4);\n"
+            "          kiln_epilogue_staged(z, m0 + c * 64 + r, n0 + ch * 64 + cc, d[ch * 32 + q], d[ch * 32 + q + 1], "
+            "st, r, cc);\n"
+            "        }\n"
+            "        asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+            "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(3 + c) : \"memory\");\n"
+            "        if (tid == 0) {\n" + stores +
+            "          asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");\n"
+            "        }\n"
+            "      }\n";
+    storeTail = "  // The last stores must finish before the CTA (and its shared memory) goes.\n"
+                "  if (tid == 0) asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\");\n";
+  }
+  // Tiles wholly inside the output take the branch-free epilogue (through
+  // TMA where it stores the outputs).
   calls = "    if (m0 + " + std::string("128") + " <= M && n0 + $BN <= N) {\n" + calls +
           "    } else {\n" + callsEdge + "    }\n";
   std::string what = "C = A @ B" + std::string(g.outputs().size() > 1 || g.node(g.outputs()[0].node).op != Op::Matmul
                                                     ? " with a fused epilogue"
                                                     : "") +
                      ", " + std::string(dtypeName(t)) + (mm.transA ? ", A stored [K, M]" : "") +
-                     (mm.transB ? ", B stored [N, K]" : ", B stored [K, N]");
+                     (mm.transB ? ", B stored [N, K]" : ", B stored [K, N]") +
+                     (useTma ? "; inner tiles stored through shared memory and TMA" : "");
   std::string src = kTemplate;
   replaceAll(src, "$NAME", name + "_v");
   replaceAll(src, "$PRELUDE", sig.prelude);
@@ -355,6 +422,9 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                                               : "(M >= 128 ? $STAGE_BYTES : (unsigned)((M + 7) & ~7LL) * 128 + $B_BYTES)");
   replaceAll(src, "$WGMMAS", wgmmas);
   replaceAll(src, "$STORE_CALLS", calls);
+  replaceAll(src, "$STORE_TAIL", storeTail);
+  replaceAll(src, "$OUT_MAPS", outMaps);
+  replaceAll(src, "$STAGING_BYTES", std::to_string(useTma ? staging : 0));
   replaceAll(src, "$SCHEME", c.pingpong ? "Ping-pong: consumer c takes every other tile of this CTA (j = c, c + 2, ...), "
                                           "all 128 rows of it, so that one's epilogue overlaps the other's wgmmas."
                                         : "Cooperative: both consumers take every tile of this CTA, 64 rows each.");
@@ -403,7 +473,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   k.launch.iterShape = mm.shape;
   k.launch.tile = {128, c.blockN};  // one block per output tile, at most one per SM
   k.launch.maxBlocks = smCount;
-  k.launch.sharedBytes = c.sharedBytes();
+  k.launch.sharedBytes = c.sharedBytes() + (useTma ? staging : 0);
   return out;
 }
 

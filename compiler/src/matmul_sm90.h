@@ -13,8 +13,11 @@
 //    full/empty mbarriers) and two consumer warpgroups (64 rows each, wgmma
 //    m64nBNk16 from shared-memory descriptors, one wgmma group in flight);
 //  - register reallocation (setmaxnreg: producer 40, consumers 232);
-//  - the epilogue (matmul.h) applied in registers, stored straight to
-//    global memory (any M, N; TMA zero-fills the tails of K and the tiles).
+//  - the epilogue (matmul.h) applied in registers; for tiles wholly inside
+//    the output written to a 128-byte swizzled staging buffer per consumer
+//    (64 x 64 elements per output at a time) and stored by TMA; edge tiles
+//    (and graphs whose outputs TMA cannot store) store straight to global
+//    memory (any M, N; TMA zero-fills the tails of K and the tiles).
 // Tensor maps (one per operand) are kernel parameters after the usual ABI's
 // (__grid_constant__), built by the launcher from the CompiledKernel's
 // tensorMaps, each time from the launch's pointers and sizes.
@@ -37,6 +40,11 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
   // ping-pong (each warpgroup its own tiles, 128 rows: one's epilogue runs
   // while the other's wgmmas do; block_n <= 128).
   bool pingpong = false;
+  // Tiles wholly inside the output store through shared memory and TMA
+  // (cooperative consumers; up to 2 outputs of bf16, f16 or f32 with rows
+  // of a static multiple of 16 bytes, when the staging fits next to the
+  // ring); otherwise, and at the edges, straight from registers.
+  bool tmaStore = true;
   int producerRegs = 40; // setmaxnreg for the producer warpgroup
   int consumerRegs = 232;
   std::string json() const;
@@ -44,7 +52,11 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
   int sharedBytes() const;
 };
 
-// Applies a JSON override (keys: block_n, stages, group_m, pingpong); throws
+// Shared memory of the TMA-store staging for this graph's outputs (both
+// consumers), or 0 when its outputs cannot be stored by TMA.
+KILN_COMPILER_API int sm90StagingBytes(const Graph& g);
+
+// Applies a JSON override (keys: block_n, stages, group_m, pingpong, tma_store); throws
 // kiln::Error naming a bad key or value.
 KILN_COMPILER_API void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json);
 

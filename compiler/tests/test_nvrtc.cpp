@@ -119,13 +119,17 @@ kiln::Graph linearGelu(kiln::DType t, bool transA, bool transB) {
   return g;
 }
 
-void checkSm90Kernel(const kiln::compiler::CompiledKernel& k, int blockN) {
+// tmaStore: whether the kernel stores its inner tiles through TMA (a third
+// tensor map, for the output).
+void checkSm90Kernel(const kiln::compiler::CompiledKernel& k, int blockN, bool tmaStore) {
   CHECK(k.schedule == "matmul");
   CHECK_THAT(k.source, Contains("wgmma.mma_async.sync.aligned.m64n"));
   CHECK_THAT(k.ptx, Contains("wgmma.mma_async.sync.aligned.m64n" + std::to_string(blockN) + "k16"));
   CHECK_THAT(k.ptx, Contains("cp.async.bulk.tensor.3d"));
   CHECK_THAT(k.ptx, Contains("setmaxnreg.inc.sync.aligned.u32 232"));
-  CHECK(k.tensorMaps.size() == 2);
+  CHECK(k.tensorMaps.size() == (tmaStore ? 3u : 2u));
+  if (tmaStore) CHECK_THAT(k.ptx, Contains("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"));
+  else CHECK_THAT(k.ptx, !Contains("cp.async.bulk.tensor.3d.global.shared::cta"));
   CHECK(k.launch.threadsPerBlock == 384);
   REQUIRE(k.resources.size() == 1);
   CHECK(k.resources[0].spillStoreBytes == 0);
@@ -145,7 +149,9 @@ TEST_CASE("the sm_90a matmul kernel compiles without spills for every config of 
     o.kernelConfigs[0] = c.json();
     auto cg = kiln::compiler::compileGraph(linearGelu(kiln::DType::BF16, false, false), o);
     REQUIRE(cg.kernels.size() == 1);
-    checkSm90Kernel(cg.kernels[0], c.blockN);
+    const kiln::Graph g = linearGelu(kiln::DType::BF16, false, false);
+    checkSm90Kernel(cg.kernels[0], c.blockN,
+                    c.tmaStore && !c.pingpong && c.sharedBytes() + sm90StagingBytes(g) <= 227 * 1024);
     CHECK(cg.kernels[0].config == c.json());
   }
 }
@@ -167,7 +173,7 @@ TEST_CASE("the sm_90a matmul kernel: every layout and dtype, the heuristic's con
         }
         auto cg = kiln::compiler::compileGraph(g, o);
         REQUIRE(cg.kernels.size() == 1);
-        checkSm90Kernel(cg.kernels[0], kiln::compiler::sm90MatmulHeuristic(g, o.smCount).blockN);
+        checkSm90Kernel(cg.kernels[0], kiln::compiler::sm90MatmulHeuristic(g, o.smCount).blockN, true);
       }
   // Off Hopper, or with rows TMA cannot take, the portable kernel serves.
   kiln::compiler::CompileOptions o;
@@ -184,4 +190,42 @@ TEST_CASE("the sm_90a matmul kernel: every layout and dtype, the heuristic's con
                     Contains("block_n"));
   Sm90MatmulConfig big;
   CHECK_THROWS_WITH(applySm90MatmulOverride(big, "{\"block_n\": 256, \"stages\": 8}"), Contains("shared memory"));
+}
+
+TEST_CASE("the sm_90a matmul kernel stores inner tiles through TMA where its outputs allow",
+          "[compiler][nvrtc][matmul]") {
+  using namespace kiln;
+  kiln::compiler::CompileOptions o;
+  o.chip = "sm_90";
+  auto build = [](std::vector<DType> outs, int64_t n) {
+    Graph g;
+    Tensor y = matmul(g.input("a", DType::BF16, {"M", 256}), g.input("b", DType::BF16, {256, n}));
+    for (size_t i = 0; i < outs.size(); ++i) g.output("y" + std::to_string(i), cast(relu(y) * double(i + 1), outs[i]));
+    return g;
+  };
+  // One bf16 output, two outputs (bf16 + f32): one map per output.
+  for (auto outs : {std::vector<DType>{DType::BF16}, std::vector<DType>{DType::BF16, DType::F32}}) {
+    INFO(outs.size() << " output(s)");
+    Graph g = build(outs, 512);
+    CHECK(sm90StagingBytes(g) == (outs.size() == 1 ? 16384 : 16384 + 32768));
+    auto cg = kiln::compiler::compileGraph(g, o);
+    REQUIRE(cg.kernels.size() == 1);
+    const auto& k = cg.kernels[0];
+    const Sm90MatmulConfig h = sm90MatmulHeuristic(g, o.smCount);
+    const bool fits = h.sharedBytes() + sm90StagingBytes(g) <= 227 * 1024;
+    checkSm90Kernel(k, h.blockN, fits);
+    if (fits) CHECK(k.launch.sharedBytes == h.sharedBytes() + sm90StagingBytes(g));
+  }
+  // What TMA cannot store: three outputs, a bool output, rows of 8 f32 + 4
+  // (not 16-byte multiples: N = 12 for f32 is 48 bytes, fine; N = 10 is not).
+  CHECK(sm90StagingBytes(build({DType::BF16, DType::BF16, DType::BF16}, 512)) == 0);
+  CHECK(sm90StagingBytes(build({DType::Bool}, 512)) == 0);
+  CHECK(sm90StagingBytes(build({DType::F32}, 12)) == 2 * 64 * 64 * 4);
+  CHECK(sm90StagingBytes(build({DType::BF16}, 12)) == 0);
+  // Turned off by the config: straight stores, two maps.
+  o.kernelConfigs[0] = "{\"tma_store\": 0}";
+  Graph g = build({DType::BF16}, 512);
+  auto cg = kiln::compiler::compileGraph(g, o);
+  checkSm90Kernel(cg.kernels[0], sm90MatmulHeuristic(g, o.smCount).blockN, false);
+  CHECK_THAT(cg.kernels[0].config, Contains("\"tma_store\": 0"));
 }
