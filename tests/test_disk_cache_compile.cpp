@@ -73,6 +73,7 @@ void requireSameKernels(const compiler::CompiledGraph& a, const compiler::Compil
     CHECK(x.launch.iterShape == y.launch.iterShape);
     CHECK(x.launch.maxBlocks == y.launch.maxBlocks);
     CHECK(x.launch.tile == y.launch.tile);
+    CHECK(x.launch.cluster == y.launch.cluster);
     CHECK(x.launch.sharedBytes == y.launch.sharedBytes);
     CHECK(x.source == y.source);
     REQUIRE(x.tensorMaps.size() == y.tensorMaps.size());

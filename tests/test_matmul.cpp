@@ -212,6 +212,25 @@ TEST_CASE("matmul: every config of the Hopper kernel's space matches the referen
   }
 }
 
+TEST_CASE("matmul: clusters of 2 (B multicast) with an odd number of tile rows, small M and either B layout",
+          "[gpu][matmul]") {
+  test::requireGpu();
+  if (rt::Device::current().basics().arch() != "sm_90") {
+    WARN("SKIPPED: clusters with TMA multicast need an sm_90 GPU");
+    return;
+  }
+  for (int bn : {128, 256})
+    for (int64_t m : {300, 16, 1000}) {
+      INFO("block_n " << bn << ", M " << m);
+      test::RunOptions o;
+      o.compile.matmulConfigOverride = "{\"cluster_m\": 2, \"block_n\": " + std::to_string(bn) + "}";
+      o.compile.tune = CompileOptions::Tune::Off;
+      o.dims = {{"M", m}};
+      test::runAndCheck(linearBiasGelu(DType::BF16, Dim("M"), 1000, 328), o);
+      test::runAndCheck(matmulGraph(DType::F16, Dim("M"), 520, 1096, false, true), o);
+    }
+}
+
 TEST_CASE("matmul: a misaligned operand of the Hopper kernel is a clear error", "[gpu][matmul]") {
   test::requireGpu();
   if (rt::Device::current().basics().arch() != "sm_90") {
@@ -255,6 +274,10 @@ TEST_CASE("matmul: small shapes for compute-sanitizer", "[gpu][matmul][memcheck]
   test::runAndCheck(linearBiasGelu(DType::BF16, Dim("M"), 136, 264), o);
   test::runAndCheck(matmulGraph(DType::F16, 72, 200, 136, true, true), {});
   test::runAndCheck(matmulGraph(DType::BF16, 40, 64, 72, false, false, {2}, {2}), {});
+  // A cluster of 2 over 3 tile rows (the last pair's second CTA beyond M).
+  o.dims = {{"M", 300}};
+  o.compile.matmulConfigOverride = "{\"cluster_m\": 2, \"block_n\": 128}";
+  test::runAndCheck(linearBiasGelu(DType::BF16, Dim("M"), 136, 264), o);
 }
 
 namespace {

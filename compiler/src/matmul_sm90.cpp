@@ -10,7 +10,7 @@ namespace kiln::compiler {
 std::string Sm90MatmulConfig::json() const {
   return "{\"block_m\": 128, \"block_n\": " + std::to_string(blockN) + ", \"block_k\": 64, \"stages\": " +
          std::to_string(stages) + ", \"group_m\": " + std::to_string(groupM) + ", \"pingpong\": " +
-         std::to_string(pingpong ? 1 : 0) + ", \"tma_store\": " + std::to_string(tmaStore ? 1 : 0) + "}";
+         std::to_string(pingpong ? 1 : 0) + ", \"tma_store\": " + std::to_string(tmaStore ? 1 : 0) + ", \"cluster_m\": " + std::to_string(clusterM) + "}";
 }
 
 int Sm90MatmulConfig::sharedBytes() const {
@@ -29,13 +29,15 @@ bool validBlockN(int bn) { return bn == 64 || bn == 128 || bn == 192 || bn == 25
 void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "matmul (sm_90a kernel)",
                         "block_n: 64, 128, 192 or 256 (ping-pong: 64 or 128); stages: 2 to what shared memory "
-                        "holds; group_m: 1 to 64; pingpong: 0 or 1; tma_store: 0 or 1; block_m: 128; block_k: 64",
+                        "holds; group_m: 1 to 64; pingpong: 0 or 1; tma_store: 0 or 1; cluster_m: 1 or 2 (2: block_n 128 "
+                        "or 256); block_m: 128; block_k: 64",
                         [&](const std::string& key, int64_t v) {
                           if (key == "block_n" && validBlockN(static_cast<int>(v))) c.blockN = static_cast<int>(v);
                           else if (key == "stages" && v >= 2 && v <= 16) c.stages = static_cast<int>(v);
                           else if (key == "group_m" && v >= 1 && v <= 64) c.groupM = static_cast<int>(v);
                           else if (key == "pingpong" && (v == 0 || v == 1)) c.pingpong = v == 1;
                           else if (key == "tma_store" && (v == 0 || v == 1)) c.tmaStore = v == 1;
+                          else if (key == "cluster_m" && (v == 1 || v == 2)) c.clusterM = static_cast<int>(v);
                           else if ((key == "block_m" && v == 128) || (key == "block_k" && v == 64)) return true;
                           else return false;
                           return true;
@@ -43,6 +45,9 @@ void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
   if (c.pingpong && c.blockN > 128)
     throw Error("matmul (sm_90a kernel): config " + c.json() + ": a ping-pong consumer holds 128 x block_n "
                 "accumulators, so block_n is at most 128");
+  if (c.clusterM == 2 && c.blockN != 128 && c.blockN != 256)
+    throw Error("matmul (sm_90a kernel): config " + c.json() + ": a cluster of 2 splits B's tile in two halves of "
+                "64-wide boxes, so block_n is 128 or 256");
   if (c.sharedBytes() > kMaxShared)
     throw Error("matmul (sm_90a kernel): config " + c.json() + " needs " + std::to_string(c.sharedBytes()) +
                 " bytes of shared memory; at most " + std::to_string(kMaxShared) + " fit");
@@ -93,16 +98,21 @@ Sm90MatmulConfig sm90MatmulHeuristic(const Graph& g, int smCount) {
 std::vector<Sm90MatmulConfig> sm90MatmulSpace() {
   std::vector<Sm90MatmulConfig> out;
   for (int pingpong : {0, 1})
-    for (int bn : {256, 128, 192, 64})
-      for (int stages : {3, 4, 5, 6})
-        for (int group : {8, 16}) {
-          Sm90MatmulConfig c;
-          c.blockN = bn;
-          c.stages = stages;
-          c.groupM = group;
-          c.pingpong = pingpong == 1;
-          if (c.sharedBytes() <= kMaxShared && !(c.pingpong && bn > 128)) out.push_back(c);
-        }
+    for (int cluster : {1, 2})
+      for (int bn : {256, 128, 192, 64})
+        for (int stages : {3, 4, 5, 6})
+          for (int group : {8, 16}) {
+            Sm90MatmulConfig c;
+            c.blockN = bn;
+            c.stages = stages;
+            c.groupM = group;
+            c.pingpong = pingpong == 1;
+            c.clusterM = cluster;
+            if (c.sharedBytes() > kMaxShared || (c.pingpong && bn > 128)) continue;
+            // Clusters: cooperative consumers, tiles 128 or 256 wide.
+            if (cluster == 2 && (c.pingpong || (bn != 128 && bn != 256))) continue;
+            out.push_back(c);
+          }
   return out;
 }
 
@@ -164,6 +174,19 @@ __device__ __forceinline__ void kiln_tma_store(const KilnTensorMap* map, unsigne
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
                :: "l"(map), "r"(src), "r"(x), "r"(y), "r"(z) : "memory");
 }
+// The same box into the same shared-memory offset of every CTA of the
+// cluster in `mask`, completing on each one's barrier at `bar`'s offset.
+__device__ __forceinline__ void kiln_tma_load_mc(unsigned dst, const KilnTensorMap* map, unsigned bar, int x, int y, int z, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;"
+      :: "r"(dst), "l"(map), "r"(bar), "r"(x), "r"(y), "r"(z), "h"(mask) : "memory");
+}
+// An arrival on the barrier at `bar`'s offset in CTA `rank` of the cluster.
+__device__ __forceinline__ void kiln_mbar_arrive_cluster(unsigned bar, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+}
 // One box of a 3-D tensor map (inner, rows, batch) into shared memory,
 // completing on `bar`.
 __device__ __forceinline__ void kiln_tma_load(unsigned dst, const KilnTensorMap* map, unsigned bar, int x, int y, int z) {
@@ -187,7 +210,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 $NAME($PARAMS, const __grid_constant__ KilnTensorMap tmA, const __grid_constant__ KilnTensorMap tmB$OUT_MAPS) {
   const long long M = $M, N = $N, K = $K;
   const long long tilesM = (M + 127) / 128, tilesN = (N + $BN - 1) / $BN;
-  const long long tilesPerBatch = tilesM * tilesN, numTiles = $BATCH * tilesPerBatch;
+  // Work units: $CLUSTER vertically adjacent tiles (one per CTA of a cluster,
+  // sharing B's tile), walked by clusters: unit u of cluster kiln_cid.
+  const long long unitsM = (tilesM + $CLUSTER - 1) / $CLUSTER;
+  const long long tilesPerBatch = unitsM * tilesN, numTiles = $BATCH * tilesPerBatch;
+  const long long kiln_cid = blockIdx.x / $CLUSTER, kiln_ncl = gridDim.x / $CLUSTER;
+$CLUSTER_RANK
   const int kBlocks = (int)((K + 63) / 64);
   extern __shared__ unsigned char kiln_smem_raw[];
   unsigned char* smem = (unsigned char*)(((unsigned long long)kiln_smem_raw + 1023) & ~1023ull);
@@ -201,22 +229,22 @@ $NAME($PARAMS, const __grid_constant__ KilnTensorMap tmA, const __grid_constant_
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  __syncthreads();
+$INIT_SYNC
   // Tile t of the persistent loop: batch z, corner (m0, n0), in groups of
   // $GROUP_M tile rows so that concurrent CTAs share B tiles in L2.
 #define KILN_TILE(t)                                                                  \
   const long long z = (t) / tilesPerBatch, r = (t) - z * tilesPerBatch;              \
   const long long group = r / ($GROUP_M * tilesN), first = group * $GROUP_M;          \
-  const long long rows = tilesM - first < $GROUP_M ? tilesM - first : $GROUP_M;       \
+  const long long rows = unitsM - first < $GROUP_M ? unitsM - first : $GROUP_M;       \
   const long long inGroup = r - group * $GROUP_M * tilesN;                            \
-  const long long m0 = (first + inGroup % rows) * 128, n0 = (inGroup / rows) * $BN;
+  const long long m0 = ((first + inGroup % rows) * $CLUSTER + kiln_crank) * 128, n0 = (inGroup / rows) * $BN;
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 $PRODUCER_REGS;");
     if (tid == 0) {
       asm volatile("prefetch.tensormap [%0];" :: "l"(&tmA) : "memory");
       asm volatile("prefetch.tensormap [%0];" :: "l"(&tmB) : "memory");
       int it = 0;
-      for (long long tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
+      for (long long tile = kiln_cid; tile < numTiles; tile += kiln_ncl) {
         KILN_TILE(tile)
         long long zA = 0, zB = 0;
 $OPERAND_BATCH
@@ -229,7 +257,7 @@ $OPERAND_BATCH
 $LOADS
         }
       }
-    }
+$PRODUCER_TAIL    }
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 $CONSUMER_REGS;");
@@ -238,7 +266,7 @@ $EPILOGUE
   float d[$ACC];
   // $SCHEME
   for (long long j = $FIRST_J;; j += $J_STEP) {
-    const long long tile = blockIdx.x + j * gridDim.x;
+    const long long tile = kiln_cid + j * kiln_ncl;
     if (tile >= numTiles) break;
     KILN_TILE(tile)
 $HANDOFF_BEFORE    long long it = j * kBlocks;  // the ring position of the tile's first k-block
@@ -254,11 +282,11 @@ $WGMMAS      }
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       // Keep one group in flight: the previous k-block's stage is free.
       asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-      if (kb > 0 && tid == 0) kiln_mbar_arrive(kiln_smem(&empty[(it - 1) % $STAGES]));
+      if (kb > 0 && tid == 0) kiln_release(kiln_smem(&empty[(it - 1) % $STAGES]));
     }
 $HANDOFF_AFTER    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     if (kBlocks > 0) {
-      if (tid == 0) kiln_mbar_arrive(kiln_smem(&empty[(it - 1) % $STAGES]));
+      if (tid == 0) kiln_release(kiln_smem(&empty[(it - 1) % $STAGES]));
     } else {
 #pragma unroll
       for (int i = 0; i < $ACC; ++i) d[i] = 0.0f;
@@ -278,6 +306,8 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   if (c.stages < 2 || c.sharedBytes() > kMaxShared)
     throw Error("matmul (sm_90a kernel): config " + c.json() + " needs " + std::to_string(c.sharedBytes()) +
                 " bytes of shared memory; at most " + std::to_string(kMaxShared) + " fit");
+  if (c.clusterM != 1 && (c.clusterM != 2 || (c.blockN != 128 && c.blockN != 256)))
+    throw Error("matmul (sm_90a kernel): config " + c.json() + ": cluster_m is 1, or 2 with block_n 128 or 256");
   if (!sm90MatmulApplies(g))
     throw Error("kiln: internal: the sm_90a matmul kernel needs bf16/f16 operands whose rows are static multiples "
                 "of 8 elements");
@@ -323,13 +353,29 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                std::to_string(64 * j) + ", kb * 64, (int)zA);\n";
     k.tensorMaps.push_back({tensorIndex(an), 64, 64});
   }
+  // B's tile. In a cluster of 2, each CTA loads half of it and multicasts
+  // it to both (the cluster's CTAs share n0).
+  const int cl = c.clusterM;
   if (mm.transB) {
-    loads += "          kiln_tma_load(sB, &tmB, bar, kb * 64, (int)n0, (int)zB);\n";
-    k.tensorMaps.push_back({tensorIndex(bn), 64, c.blockN});
+    if (cl == 1) {
+      loads += "          kiln_tma_load(sB, &tmB, bar, kb * 64, (int)n0, (int)zB);\n";
+    } else {
+      const int half = c.blockN / 2;
+      loads += "          kiln_tma_load_mc(sB + kiln_crank * " + std::to_string(half * 128) +
+               ", &tmB, bar, kb * 64, (int)n0 + kiln_crank * " + std::to_string(half) + ", (int)zB, 3);\n";
+    }
+    k.tensorMaps.push_back({tensorIndex(bn), 64, c.blockN / cl});
   } else {
-    for (int j = 0; j < c.blockN / 64; ++j)
-      loads += "          kiln_tma_load(sB + " + std::to_string(j * 8192) + ", &tmB, bar, (int)n0 + " +
-               std::to_string(64 * j) + ", kb * 64, (int)zB);\n";
+    if (cl == 1) {
+      for (int j = 0; j < c.blockN / 64; ++j)
+        loads += "          kiln_tma_load(sB + " + std::to_string(j * 8192) + ", &tmB, bar, (int)n0 + " +
+                 std::to_string(64 * j) + ", kb * 64, (int)zB);\n";
+    } else {
+      const int per = c.blockN / 128;  // 64-wide boxes per CTA
+      loads += "          for (int j = kiln_crank * " + std::to_string(per) + "; j < (kiln_crank + 1) * " +
+               std::to_string(per) + "; ++j)\n"
+               "            kiln_tma_load_mc(sB + j * 8192, &tmB, bar, (int)n0 + 64 * j, kb * 64, (int)zB, 3);\n";
+    }
     k.tensorMaps.push_back({tensorIndex(bn), 64, 64});
   }
 
@@ -437,12 +483,36 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   replaceAll(src, "$HANDOFF_BEFORE",
              c.pingpong ? "    if (j > 0) asm volatile(\"bar.sync %0, 256;\" :: \"r\"(2 - c) : \"memory\");\n" : "");
   replaceAll(src, "$HANDOFF_AFTER",
-             c.pingpong ? "    if (blockIdx.x + (j + 1) * gridDim.x < numTiles) asm volatile(\"bar.arrive %0, 256;\" :: "
+             c.pingpong ? "    if (kiln_cid + (j + 1) * kiln_ncl < numTiles) asm volatile(\"bar.arrive %0, 256;\" :: "
                           "\"r\"(1 + c) : \"memory\");\n"
                         : "");
   replaceAll(src, "$FIRST_J", c.pingpong ? "c" : "0");
   replaceAll(src, "$J_STEP", c.pingpong ? "2" : "1");
-  replaceAll(src, "$EMPTY_COUNT", c.pingpong ? "1" : "2");
+  // Both consumers (cooperative) or the tile's one (ping-pong) of every CTA
+  // in the cluster release a stage: the producer's multicast writes it in each.
+  replaceAll(src, "$EMPTY_COUNT", std::to_string((c.pingpong ? 1 : 2) * cl));
+  replaceAll(src, "$CLUSTER_RANK",
+             cl == 1 ? "  const unsigned kiln_crank = 0;\n"
+                       "  auto kiln_release = [&](unsigned bar) { kiln_mbar_arrive(bar); };\n"
+                     : "  unsigned kiln_crank;\n"
+                       "  asm(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(kiln_crank));\n"
+                       "  // A stage is free once the consumers of both CTAs are done with it.\n"
+                       "  auto kiln_release = [&](unsigned bar) {\n"
+                       "    kiln_mbar_arrive(bar);\n"
+                       "    kiln_mbar_arrive_cluster(bar, kiln_crank ^ 1);\n"
+                       "  };\n");
+  replaceAll(src, "$INIT_SYNC",
+             cl == 1 ? "  __syncthreads();\n"
+                     : "  // Every CTA's barriers are initialized before a peer's multicast or arrival reaches them.\n"
+                       "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\nbarrier.cluster.wait.acquire.aligned;\" ::: "
+                       "\"memory\");\n");
+  replaceAll(src, "$PRODUCER_TAIL",
+             cl == 1 ? ""
+                     : "      // Stay until the consumers of both CTAs have released every stage: no\n"
+                       "      // peer's arrival may reach this CTA's barriers after it has gone.\n"
+                       "      for (int i = 0; i < $STAGES; ++i, ++it)\n"
+                       "        kiln_mbar_wait(kiln_smem(&empty[it % $STAGES]), ((it / $STAGES) & 1) ^ 1);\n");
+  replaceAll(src, "$CLUSTER", std::to_string(cl));
   replaceAll(src, "$DESC_B", mm.transB ? "kiln_desc_k(stage + $A_BYTES + kk * 32)" : "kiln_desc_mn(stage + $A_BYTES + kk * 2048)");
   replaceAll(src, "$TRANS_A", mm.transA ? "1" : "0");
   replaceAll(src, "$TRANS_B", mm.transB ? "0" : "1");
@@ -471,7 +541,8 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   k.launch.threadsPerBlock = 384;
   k.launch.elementsPerBlock = 1;
   k.launch.iterShape = mm.shape;
-  k.launch.tile = {128, c.blockN};  // one block per output tile, at most one per SM
+  k.launch.tile = {128 * cl, c.blockN};  // one cluster per work unit, at most one block per SM
+  k.launch.cluster = cl;
   k.launch.maxBlocks = smCount;
   k.launch.sharedBytes = c.sharedBytes() + (useTma ? staging : 0);
   return out;

@@ -45,6 +45,10 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
   // of a static multiple of 16 bytes, when the staging fits next to the
   // ring); otherwise, and at the edges, straight from registers.
   bool tmaStore = true;
+  // CTAs per cluster along M (1 or 2): a cluster's CTAs take vertically
+  // adjacent tiles and share B's tile, each loading half of it by TMA
+  // multicast (block_n 128 or 256).
+  int clusterM = 1;
   int producerRegs = 40; // setmaxnreg for the producer warpgroup
   int consumerRegs = 232;
   std::string json() const;
@@ -56,7 +60,7 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
 // consumers), or 0 when its outputs cannot be stored by TMA.
 KILN_COMPILER_API int sm90StagingBytes(const Graph& g);
 
-// Applies a JSON override (keys: block_n, stages, group_m, pingpong, tma_store); throws
+// Applies a JSON override (keys: block_n, stages, group_m, pingpong, tma_store, cluster_m); throws
 // kiln::Error naming a bad key or value.
 KILN_COMPILER_API void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json);
 

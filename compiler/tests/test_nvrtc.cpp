@@ -2,6 +2,8 @@
 // for compute_90a (wgmma in inline PTX), the ptxas executable makes the
 // sm_90a cubin with its resource report, and every failure along the way is
 // a kiln::Error carrying the compiler's message.
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -228,4 +230,29 @@ TEST_CASE("the sm_90a matmul kernel stores inner tiles through TMA where its out
   auto cg = kiln::compiler::compileGraph(g, o);
   checkSm90Kernel(cg.kernels[0], sm90MatmulHeuristic(g, o.smCount).blockN, false);
   CHECK_THAT(cg.kernels[0].config, Contains("\"tma_store\": 0"));
+}
+
+TEST_CASE("the sm_90a matmul kernel in clusters of 2 shares B's tile by TMA multicast", "[compiler][nvrtc][matmul]") {
+  using namespace kiln;
+  for (bool transB : {false, true})
+    for (int bn : {128, 256}) {
+      INFO("transB " << transB << ", block_n " << bn);
+      kiln::compiler::CompileOptions o;
+      o.chip = "sm_90";
+      o.kernelConfigs[0] = "{\"cluster_m\": 2, \"block_n\": " + std::to_string(bn) + "}";
+      auto cg = kiln::compiler::compileGraph(linearGelu(DType::BF16, false, transB), o);
+      const auto& k = cg.kernels.at(0);
+      checkSm90Kernel(k, bn, true);
+      if (const char* dump = std::getenv("KILN_TEST_DUMP")) std::ofstream(dump) << k.source;
+      CHECK_THAT(k.ptx, Contains("multicast::cluster"));
+      CHECK_THAT(k.ptx, Contains("mapa.shared::cluster"));
+      CHECK_THAT(k.ptx, Contains("barrier.cluster.arrive"));
+      CHECK(k.launch.cluster == 2);
+      CHECK(k.launch.tile == std::vector<int64_t>{256, bn});
+      // K-major B: each CTA's box holds half of the tile's rows.
+      CHECK(k.tensorMaps.at(1).boxRows == (transB ? bn / 2 : 64));
+    }
+  Sm90MatmulConfig c;
+  CHECK_THROWS_WITH(applySm90MatmulOverride(c, "{\"cluster_m\": 2, \"block_n\": 192}"), Contains("block_n is 128 or 256"));
+  CHECK_THROWS_WITH(applySm90MatmulOverride(c, "{\"cluster_m\": 4}"), Contains("cluster_m"));
 }

@@ -77,8 +77,8 @@ compiler::KernelTensor tensorFrom(const json& j) {
 // 2: tensor maps (the sm_90a matmul); 3: the large texts and the cubin as
 // raw blobs after the CBOR head (nlohmann's CBOR reader copies strings byte
 // by byte: a matmul entry's 236 KB of PTX took about 1 ms to parse); 4: the
-// launch geometry's tile (matmul grids count output tiles).
-constexpr int kFormat = 4;
+// launch geometry's tile (matmul grids count output tiles); 5: its cluster.
+constexpr int kFormat = 5;
 
 }  // namespace
 
@@ -149,7 +149,7 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     for (const auto& e : k.entries) jk["entries"].push_back({{"name", e.name}, {"vectorized", e.vectorized}});
     jk["launch"] = {{"threads", k.launch.threadsPerBlock}, {"elements_per_block", k.launch.elementsPerBlock},
                     {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks},
-                    {"shared_bytes", k.launch.sharedBytes}, {"tile", k.launch.tile}};
+                    {"shared_bytes", k.launch.sharedBytes}, {"tile", k.launch.tile}, {"cluster", k.launch.cluster}};
     jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
@@ -209,6 +209,7 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       k.launch.maxBlocks = l.at("max_blocks").get<int64_t>();
       k.launch.sharedBytes = l.at("shared_bytes").get<int>();
       k.launch.tile = l.at("tile").get<std::vector<int64_t>>();
+      k.launch.cluster = l.at("cluster").get<int>();
       k.source = blobString(blobs, jk.at("source"));
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))

@@ -151,7 +151,7 @@ void loadScalarEntries(Kernel::Impl& impl) {
         if (ck.tensors[t].name != pk.ck->tensors[t].name) planMismatch(i, ck, *pk.ck, "other tensors");
       if (a.threadsPerBlock != b.threadsPerBlock || a.elementsPerBlock != b.elementsPerBlock ||
           a.maxBlocks != b.maxBlocks || a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape ||
-          a.tile != b.tile)
+          a.tile != b.tile || a.cluster != b.cluster)
         planMismatch(i, ck, *pk.ck, "another launch geometry");
       const compiler::KernelEntry* entry = nullptr;
       for (const compiler::KernelEntry& e : ck.entries)
@@ -386,6 +386,7 @@ void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock&
   cfg.block.x = static_cast<unsigned>(lg.threadsPerBlock);
   cfg.sharedBytes = static_cast<unsigned>(lg.sharedBytes);
   cfg.stream = stream;
+  if (lg.cluster > 1) cfg.cluster.x = static_cast<unsigned>(lg.cluster);
   if (!pk.maps.empty()) {
     launchWithTensorMaps(pk, cfg, block);
     return;
@@ -495,6 +496,8 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
   if (g.elementsPerBlock < 1) throw bad("elements per block below 1");
   r.elementsPerBlock = g.elementsPerBlock;
   r.maxBlocks = g.maxBlocks;
+  if (g.cluster < 1 || (g.maxBlocks > 0 && g.maxBlocks < g.cluster)) throw bad("a cluster size below 1 or above max blocks");
+  r.cluster = g.cluster;
   const size_t lead = g.iterShape.size() - g.tile.size();
   for (size_t a = 0; a < g.iterShape.size(); ++a) {
     const int64_t t = a < lead ? 1 : g.tile[a - lead];

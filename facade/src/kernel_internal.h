@@ -13,13 +13,15 @@ namespace kiln::detail {
 // A kernel's grid size from its LaunchGeometry, prepared once so that a
 // launch does a few multiplications: staticCount (the static dims' tile
 // counts) times ceil(dim / tile) for each (kernel dim index, tile) of
-// dynamic, then ceil(/ elementsPerBlock), capped at maxBlocks (> 0) and at
-// 2^31 - 1 (the kernels loop over the rest). 0 means nothing to launch.
+// dynamic, then ceil(/ elementsPerBlock) units; `cluster` blocks per unit,
+// capped at maxBlocks (> 0) and at 2^31 - 1 (the kernels loop over the
+// rest), in whole clusters. 0 means nothing to launch.
 struct GridRule {
   int64_t staticCount = 1;
   std::vector<std::pair<int, int64_t>> dynamic;
   int64_t elementsPerBlock = 1;
   int64_t maxBlocks = 0;
+  int64_t cluster = 1;
 
   // `kernelDims`: the kernel's dynamic dims (CompiledKernel::dims), in the
   // order dimValue takes them. A geometry that names other dims or has bad
@@ -31,9 +33,10 @@ struct GridRule {
     int64_t total = staticCount;
     for (const auto& [d, t] : dynamic) total *= (dimValue(static_cast<size_t>(d)) + t - 1) / t;
     if (total <= 0) return 0;
-    int64_t b = (total + elementsPerBlock - 1) / elementsPerBlock;
-    if (maxBlocks > 0 && b > maxBlocks) b = maxBlocks;
-    return b > 0x7fffffff ? 0x7fffffff : b;
+    int64_t units = (total + elementsPerBlock - 1) / elementsPerBlock;
+    int64_t cap = (maxBlocks > 0 ? maxBlocks : 0x7fffffff) / cluster;
+    if (cap > 0x7fffffff / cluster) cap = 0x7fffffff / cluster;
+    return (units > cap ? cap : units) * cluster;
   }
 };
 

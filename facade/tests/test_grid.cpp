@@ -93,3 +93,18 @@ TEST_CASE("grid: a launch geometry that does not fit its kernel is an error nami
   g.tile = {};
   CHECK_THROWS_WITH(detail::GridRule::from(g, {"M"}, "k0"), Contains("dim N"));
 }
+
+TEST_CASE("grid: a cluster of 2 gets two blocks per pair of tile rows, in whole clusters", "[compile][matmul]") {
+  const int sms = 132;
+  compiler::CompileOptions o{.chip = "sm_90", .smCount = sms};
+  o.kernelConfigs[0] = "{\"cluster_m\": 2, \"block_n\": 256}";
+  compiler::CompiledGraph cg = compiler::compileGraph(matmulGraph(DType::BF16, Dim("M"), 8192, 1024), o);
+  const compiler::CompiledKernel& k = cg.kernels.at(0);
+  REQUIRE(k.launch.cluster == 2);
+  CHECK(blocksFor(k, {16}) == 2 * 32);           // one pair of tile rows (the second CTA's rows are beyond M)
+  CHECK(blocksFor(k, {300}) == 2 * 2 * 32);      // 3 tile rows: 2 pairs
+  CHECK(blocksFor(k, {8192}) == sms);            // capped at the SMs, in whole clusters
+  compiler::LaunchGeometry g = k.launch;
+  g.maxBlocks = 131;
+  CHECK(blocksFor(compiler::CompiledKernel{.name = "k", .dims = {"M"}, .launch = g}, {8192}) == 130);
+}

@@ -60,6 +60,9 @@ struct LaunchGeometry {
   std::vector<int64_t> tile;
   int64_t maxBlocks = 0;
   int sharedBytes = 0;     // dynamic shared memory per block
+  // Blocks per cluster (along x): each counted unit gets this many blocks
+  // (launched as clusters); maxBlocks caps the blocks.
+  int cluster = 1;
 };
 
 // A TMA tensor map the launcher builds for the kernel: the kernel takes one
