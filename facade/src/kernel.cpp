@@ -100,6 +100,32 @@ void allowSharedBytes(const rt::Function& f, const compiler::LaunchGeometry& lg)
   if (f && lg.sharedBytes > 0) f.setMaxDynamicSharedBytes(lg.sharedBytes);
 }
 
+// A persistent kernel launched in clusters gets no more clusters than fit
+// on the GPU at once (a GPC with an odd number of free SMs leaves one idle):
+// a cluster that waited for a second wave would double the kernel's time.
+void capClusters(PreparedKernel& pk) {
+  const compiler::LaunchGeometry& lg = pk.ck->launch;
+  const rt::Driver& d = rt::driver();
+  if (lg.cluster <= 1 || lg.maxBlocks <= 0 || !d.occupancyMaxActiveClusters || !pk.vectorized) return;
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = static_cast<unsigned>(lg.cluster);
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = static_cast<unsigned>(lg.cluster);
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = static_cast<unsigned>(lg.threadsPerBlock);
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = static_cast<unsigned>(lg.sharedBytes);
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  if (d.occupancyMaxActiveClusters(&clusters, pk.vectorized.handle(), &cfg) == CUDA_SUCCESS && clusters > 0 &&
+      static_cast<int64_t>(clusters) * lg.cluster < pk.grid.maxBlocks)
+    pk.grid.maxBlocks = static_cast<int64_t>(clusters) * lg.cluster;
+}
+
 void loadModules(Kernel::Impl& impl) {
   for (PreparedKernel& pk : impl.kernels) {
     const auto* bytes = reinterpret_cast<const uint8_t*>(pk.ck->cubin.data());
@@ -112,6 +138,7 @@ void loadModules(Kernel::Impl& impl) {
     }
     pk.ownScalar = static_cast<bool>(pk.scalar);
     if (!pk.vectorized) pk.vectorized = pk.scalar;
+    capClusters(pk);
   }
   impl.loaded = true;
 }

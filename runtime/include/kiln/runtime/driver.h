@@ -66,10 +66,12 @@ namespace kiln::rt {
 //  cuLaunchKernelEx       CUDA 11.8 (clusters)
 //  cuTensorMapEncodeTiled CUDA 12.0 (TMA descriptors)
 //  cuFuncGetParamInfo     CUDA 12.4 (checking a kernel's parameter list)
+//  cuOccupancyMaxActiveClusters CUDA 11.8 (how many clusters fit at once)
 #define KILN_CUDA_OPTIONAL_ENTRY_POINTS(X)                      \
   X(launchKernelEx, cuLaunchKernelEx)                           \
   X(tensorMapEncodeTiled, cuTensorMapEncodeTiled)               \
-  X(funcGetParamInfo, cuFuncGetParamInfo)
+  X(funcGetParamInfo, cuFuncGetParamInfo)                       \
+  X(occupancyMaxActiveClusters, cuOccupancyMaxActiveClusters)
 
 // The resolved driver. Members are named after the call without its "cu"
 // prefix and version suffix (memAlloc is cuMemAlloc_v2), because the plain
