@@ -113,6 +113,11 @@ void runCase(const Case& c, const std::string& config = "") {
   std::printf("%-34s %9.1f us  %6.1f TFLOP/s  check %s (max rel err %.2e)  compile %.0f ms  config %s\n",
               name.c_str(), r.medianUs, tflops, bad ? "FAILED" : "ok", worst, compileMs,
               k.compiled().kernels[0].config.c_str());
+  if (k.compiled().kernels[0].launch.cluster > 1) {
+    const std::string ex = k.explain();
+    const size_t at = ex.find("clusters of");
+    if (at != std::string::npos) std::printf("  %s\n", ex.substr(at, ex.find('\n', at) - at).c_str());
+  }
   std::printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"check\": \"%s\"}\n", name.c_str(), r.medianUs,
               tflops, bad ? "failed" : "ok");
   std::fflush(stdout);

@@ -10,7 +10,8 @@ namespace kiln::compiler {
 std::string Sm90MatmulConfig::json() const {
   return "{\"block_m\": 128, \"block_n\": " + std::to_string(blockN) + ", \"block_k\": 64, \"stages\": " +
          std::to_string(stages) + ", \"group_m\": " + std::to_string(groupM) + ", \"pingpong\": " +
-         std::to_string(pingpong ? 1 : 0) + ", \"tma_store\": " + std::to_string(tmaStore ? 1 : 0) + ", \"cluster_m\": " + std::to_string(clusterM) + "}";
+         std::to_string(pingpong ? 1 : 0) + ", \"tma_store\": " + std::to_string(tmaStore ? 1 : 0) + ", \"cluster_m\": " + std::to_string(clusterM) +
+         ", \"consumer_regs\": " + std::to_string(consumerRegs) + "}";
 }
 
 int Sm90MatmulConfig::sharedBytes() const {
@@ -30,7 +31,7 @@ void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "matmul (sm_90a kernel)",
                         "block_n: 64, 128, 192 or 256 (ping-pong: 64 or 128); stages: 2 to what shared memory "
                         "holds; group_m: 1 to 64; pingpong: 0 or 1; tma_store: 0 or 1; cluster_m: 1 or 2 (2: block_n 128 "
-                        "or 256); block_m: 128; block_k: 64",
+                        "or 256); consumer_regs: 232 or 240 (producer 40 or 24); block_m: 128; block_k: 64",
                         [&](const std::string& key, int64_t v) {
                           if (key == "block_n" && validBlockN(static_cast<int>(v))) c.blockN = static_cast<int>(v);
                           else if (key == "stages" && v >= 2 && v <= 16) c.stages = static_cast<int>(v);
@@ -38,6 +39,11 @@ void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
                           else if (key == "pingpong" && (v == 0 || v == 1)) c.pingpong = v == 1;
                           else if (key == "tma_store" && (v == 0 || v == 1)) c.tmaStore = v == 1;
                           else if (key == "cluster_m" && (v == 1 || v == 2)) c.clusterM = static_cast<int>(v);
+                          else if (key == "consumer_regs" && (v == 232 || v == 240)) {
+                            // setmaxnreg split of the 64K registers: 128 x producer + 256 x consumer.
+                            c.consumerRegs = static_cast<int>(v);
+                            c.producerRegs = v == 240 ? 24 : 40;
+                          }
                           else if ((key == "block_m" && v == 128) || (key == "block_k" && v == 64)) return true;
                           else return false;
                           return true;
@@ -113,6 +119,16 @@ std::vector<Sm90MatmulConfig> sm90MatmulSpace() {
             if (cluster == 2 && (c.pingpong || (bn != 128 && bn != 256))) continue;
             out.push_back(c);
           }
+  // The register split: the consumers' 232 or 240 registers, for the
+  // heuristic's large-problem tiles.
+  for (int bn : {256, 128}) {
+    Sm90MatmulConfig c;
+    c.blockN = bn;
+    c.stages = stagesFor(bn);
+    c.consumerRegs = 240;
+    c.producerRegs = 24;
+    out.push_back(c);
+  }
   return out;
 }
 

@@ -60,7 +60,7 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
 // consumers), or 0 when its outputs cannot be stored by TMA.
 KILN_COMPILER_API int sm90StagingBytes(const Graph& g);
 
-// Applies a JSON override (keys: block_n, stages, group_m, pingpong, tma_store, cluster_m); throws
+// Applies a JSON override (keys: block_n, stages, group_m, pingpong, tma_store, cluster_m, consumer_regs); throws
 // kiln::Error naming a bad key or value.
 KILN_COMPILER_API void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json);
 

@@ -627,6 +627,12 @@ std::string Kernel::explain() const {
       os << "    tuning: " << impl_->tuningNotes[index] << "\n";
     os << "    " << describeTensors(k) << "\n";
     if (k.launch.sharedBytes > 0) os << "    dynamic shared memory: " << k.launch.sharedBytes << " bytes/block\n";
+    if (k.launch.cluster > 1) {
+      os << "    clusters of " << k.launch.cluster << " blocks";
+      if (index < impl_->kernels.size() && impl_->loaded && impl_->kernels[index].grid.maxBlocks > 0)
+        os << ", at most " << impl_->kernels[index].grid.maxBlocks / k.launch.cluster << " at once";
+      os << "\n";
+    }
     for (const auto& r : k.resources)
       os << "    " << r.kernel << ": " << r.registers << " registers, " << r.spillStoreBytes
          << " bytes spill stores, " << r.spillLoadBytes << " bytes spill loads\n";
