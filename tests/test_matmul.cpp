@@ -74,6 +74,24 @@ TEST_CASE("matmul: every dtype and layout compiles through NVRTC and ptxas witho
       }
 }
 
+TEST_CASE("matmul: f32 through tf32 runs mma.sync m16n8k8 on tf32 operands", "[compile][matmul]") {
+  for (bool tb : {false, true}) {
+    Graph g;
+    Tensor y = matmul(g.input("a", DType::F32, {"M", 264}), g.input("b", DType::F32, tb ? Shape{136, 264} : Shape{264, 136}),
+                      {.transB = tb, .tf32 = true});
+    g.output("y", relu(y));
+    compiler::CompiledGraph cg = compiler::compileGraph(g, {});
+    const auto& k = cg.kernels.at(0);
+    CHECK_THAT(k.source, Catch::Contains("cvt.rna.tf32.f32"));
+    CHECK_THAT(k.ptx, Catch::Contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+    CHECK(k.resources.at(0).spillStoreBytes == 0);
+    CHECK_THAT(cg.explain, Catch::Contains("through tf32"));
+    // The attribute survives the graph's text (and so the cache keys).
+    CHECK_THAT(g.toText(), Catch::Contains("tf32 = true"));
+    CHECK(parseGraph(g.toText()).toText() == g.toText());
+  }
+}
+
 TEST_CASE("matmul: elementwise consumers fuse into the matmul's kernel as its epilogue", "[compile][matmul]") {
   Graph g = linearBiasGelu(DType::BF16, Dim("M"), 512, 256);
   compiler::CompiledGraph cg = compiler::compileGraph(g, {});
@@ -134,6 +152,20 @@ TEST_CASE("matmul matches the reference: dtypes, layouts, ragged shapes, batches
           o.tolScale = needsF32Tolerance(t, s.k) ? std::sqrt(static_cast<double>(s.k)) : 1.0;
           test::runAndCheck(matmulGraph(t, s.m, s.n, s.k, ta, tb), o);
         }
+  // f32 through tf32: both layouts of each operand, ragged tiles; the
+  // reference rounds the operands the same way, so only the order of the
+  // f32 sums differs.
+  for (Shape3 s : {Shape3{300, 200, 136}, Shape3{129, 67, 100}, Shape3{1, 8, 16}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        INFO("tf32 M " << s.m << " N " << s.n << " K " << s.k << " transA " << ta << " transB " << tb);
+        Graph g;
+        Shape a = ta ? Shape{s.k, s.m} : Shape{s.m, s.k}, b = tb ? Shape{s.n, s.k} : Shape{s.k, s.n};
+        g.output("c", matmul(g.input("a", DType::F32, a), g.input("b", DType::F32, b), {ta, tb, true}));
+        test::RunOptions o;
+        o.tolScale = std::sqrt(static_cast<double>(s.k));
+        test::runAndCheck(g, o);
+      }
   // A dynamic M.
   for (DType t : {DType::BF16, DType::F32})
     for (int64_t m : {1, 200, 1000}) {

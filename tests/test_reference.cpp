@@ -1106,6 +1106,29 @@ TEST_CASE("a bf16 matmul accumulates in fp64 and rounds once", "[reference]") {
   CHECK(out.value.get(0) == 1.0);  // a tie, to even
 }
 
+TEST_CASE("a tf32 matmul rounds each operand to 10 mantissa bits, ties away from zero", "[reference]") {
+  for (bool tf32 : {false, true}) {
+    INFO("tf32 " << tf32);
+    Graph g;
+    Tensor a = g.input("a", DType::F32, {1, 3});
+    Tensor b = g.input("b", DType::F32, {3, 1});
+    g.output("c", matmul(a, b, {.tf32 = tf32}));
+    EvalInputs in;
+    // 1 + 2^-12 rounds down to 1; 1 + 2^-11 is a tie and rounds away to
+    // 1 + 2^-10; -(1 + 2^-11) to -(1 + 2^-10).
+    in.tensors.emplace("a", hostTensor(DType::F32, {1, 3}, {1.0 + 0x1p-12, 1.0 + 0x1p-11, -(1.0 + 0x1p-11)}));
+    in.tensors.emplace("b", hostTensor(DType::F32, {3, 1}, {1.0, 1.0, 0.5}));
+    EvalOutput out = evalOne(g, in);
+    const double want = tf32 ? 1.0 + (1.0 + 0x1p-10) - 0.5 * (1.0 + 0x1p-10)
+                             : (1.0 + 0x1p-12) + (1.0 + 0x1p-11) - 0.5 * (1.0 + 0x1p-11);
+    CHECK(out.exact[0] == want);
+  }
+  // Only f32 operands take tf32.
+  Graph h;
+  CHECK_THROWS_WITH(matmul(h.input("a", DType::BF16, {2, 2}), h.input("b", DType::BF16, {2, 2}), {.tf32 = true}),
+                    Catch::Contains("tf32 applies to f32 operands"));
+}
+
 // ============================================================ views, iota
 
 TEST_CASE("reshape keeps row-major order", "[reference]") {

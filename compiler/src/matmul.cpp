@@ -372,6 +372,84 @@ $TILE_START    float acc[4][4][4];
 }
 )";
 
+// f32 through tf32 (MatmulOptions::tf32): kBody16's tiling with m16n8k8
+// tf32 fragments; operands rounded (cvt.rna) as they are staged.
+const char* kBodyTf32 = R"(
+// kiln matmul (mma.sync m16n8k8 tf32, f32 accumulation): C = A @ B
+//   A [batch.., M, K]$TRANSA_NOTE, B [batch.., K, N]$TRANSB_NOTE, C [batch.., M, N], f32 through tf32
+//   block tile $BM x $BN, K step $BK, $THREADS threads (8 warps: 2 x 4, 64 x 32 each)
+$PRELUDE
+__device__ __forceinline__ unsigned kiln_tf32(float f) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f)); return r; }
+extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
+  const float* __restrict__ A = $APTR;
+  const float* __restrict__ B = $BPTR;
+$SIZES$EPILOGUE  __shared__ __align__(16) unsigned As[$BM][$BK + 4];
+  __shared__ __align__(16) unsigned Bs[$BN][$BK + 4];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp >> 2, wn = warp & 3;       // the warp's 64 x 32 part of the tile
+  const int g = lane >> 2, t = lane & 3;         // mma fragment coordinates
+  for (long long tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
+$TILE_START    float acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    for (long long k0 = 0; k0 < K; k0 += $BK) {
+      // Stage A (m, k) and B (k, n, kept n-major) as tf32, zero outside.
+      for (int i = tid; i < $BM * $BK; i += $THREADS) {
+        const int mm = $A_M_OF_I, kk = $A_K_OF_I;
+        const long long m = m0 + mm, k = k0 + kk;
+        As[mm][kk] = kiln_tf32((m < M && k < K) ? A[offA + $A_INDEX] : 0.0f);
+      }
+      for (int i = tid; i < $BN * $BK; i += $THREADS) {
+        const int nn = $B_N_OF_I, kk = $B_K_OF_I;
+        const long long n = n0 + nn, k = k0 + kk;
+        Bs[nn][kk] = kiln_tf32((n < N && k < K) ? B[offB + $B_INDEX] : 0.0f);
+      }
+      __syncthreads();
+#pragma unroll
+      for (int ks = 0; ks < $BK; ks += 8) {
+        unsigned a[4][4], b[4][2];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int r = wm * 64 + i * 16 + g;
+          a[i][0] = As[r][ks + t];
+          a[i][1] = As[r + 8][ks + t];
+          a[i][2] = As[r][ks + t + 4];
+          a[i][3] = As[r + 8][ks + t + 4];
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int c = wn * 32 + j * 8 + g;
+          b[j][0] = Bs[c][ks + t];
+          b[j][1] = Bs[c][ks + t + 4];
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            asm volatile(
+                "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                "{%0, %1, %2, %3};\n"
+                : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
+                : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]), "r"(b[j][1]));
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; e += 2)
+          kiln_epilogue(z, m0 + wm * 64 + i * 16 + g + (e ? 8 : 0), n0 + wn * 32 + j * 8 + 2 * t, acc[i][j][e],
+                        acc[i][j][e + 1]);
+  }
+}
+)";
+
 const char* kBody32 = R"(
 // kiln matmul (CUDA-core FMAs, exact f32): C = A @ B
 //   A [batch.., M, K]$TRANSA_NOTE, B [batch.., K, N]$TRANSB_NOTE, C [batch.., M, N], f32
@@ -431,10 +509,11 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   const Node& mm = *matmulShape(g).mm;
   const DType t = mm.dtype;
   const bool tc = t == DType::BF16 || t == DType::F16;
-  if (tc ? (cfg.blockM != 128 || cfg.blockN != 128 || cfg.threads != 256 || cfg.blockK % 16 != 0)
-         : (cfg.blockM != 128 || cfg.blockN != 128 || cfg.threads != 256))
+  const bool tf32 = t == DType::F32 && mm.tf32;
+  const int kStep = tc ? 16 : tf32 ? 8 : 1;
+  if (cfg.blockM != 128 || cfg.blockN != 128 || cfg.threads != 256 || cfg.blockK % kStep != 0)
     throw Error("matmul: config " + cfg.json() + " is not supported by this kernel (128 x 128 tiles, 256 threads" +
-                std::string(tc ? ", K step a multiple of 16)" : ")"));
+                (kStep > 1 ? ", K step a multiple of " + std::to_string(kStep) + ")" : std::string(")")));
 
   MatmulKernel out;
   CompiledKernel& k = out.kernel;
@@ -446,7 +525,7 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   // nothing).
   const std::string offsets = batchOffsetCode(sig, g, "offA", "offB", true, "      ");
 
-  std::string src = tc ? kBody16 : kBody32;
+  std::string src = tc ? kBody16 : tf32 ? kBodyTf32 : kBody32;
   replaceAll(src, "$PRELUDE", sig.prelude);
   replaceAll(src, "$EPILOGUE", sig.epilogue);
   replaceAll(src, "$SIZES", kSizes);

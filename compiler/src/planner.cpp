@@ -577,7 +577,7 @@ Plan Planner::matmulKernel() {
   std::string outs;
   for (const GraphOutput& o : g_.outputs()) outs += (outs.empty() ? "" : ", ") + o.name;
   kp.why = "kernel 0: matmul " + typeToString(mm.dtype, mm.shape) + (mm.transA ? ", A transposed" : "") +
-           (mm.transB ? ", B transposed" : "") +
+           (mm.transB ? ", B transposed" : "") + (mm.tf32 ? ", through tf32" : "") +
            (numEpi ? ", epilogue of " + std::to_string(numEpi) + " fused elementwise op(s) (" + epi + ")" : "") +
            ", writes " + outs;
   plan.explain = kp.why + "\n";

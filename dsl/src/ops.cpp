@@ -590,6 +590,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulOptions opts, Loc loc) {
     fail("matmul", ns, "operand dtypes differ; expected both f16, both bf16 or both f32 (cast one)", loc);
   if (!isFloat(an.dtype))
     fail("matmul", ns, "dtype " + std::string(dtypeName(an.dtype)) + "; expected f16, bf16 or f32", loc);
+  if (opts.tf32 && an.dtype != DType::F32)
+    fail("matmul", ns, "tf32 applies to f32 operands, these are " + std::string(dtypeName(an.dtype)) +
+                           "; drop tf32 (16-bit operands always use the tensor cores)", loc);
   const Dim& m = opts.transA ? an.shape[an.rank() - 1] : an.shape[an.rank() - 2];
   const Dim& ka = opts.transA ? an.shape[an.rank() - 2] : an.shape[an.rank() - 1];
   const Dim& kb = opts.transB ? bn.shape[bn.rank() - 1] : bn.shape[bn.rank() - 2];
@@ -624,6 +627,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulOptions opts, Loc loc) {
   n.shape.push_back(nn);
   n.transA = opts.transA;
   n.transB = opts.transB;
+  n.tf32 = opts.tf32;
   n.inputs = {a.id(), b.id()};
   return append(a, std::move(n));
 }

@@ -16,6 +16,7 @@
 // resolution in host_tensor.cpp.
 #include "kiln/dsl/reference.h"
 
+#include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -736,8 +737,29 @@ void Evaluator::evalMatmul(int id) {
   for (int64_t& s : bStr) s *= K * N;
 
   Scratch<double> sa(fpool_), sb(fpool_);
-  const std::vector<double>& av = asDoubles(a, sa);
-  const std::vector<double>& bv = asDoubles(b, sb);
+  const std::vector<double>* avp = &asDoubles(a, sa);
+  const std::vector<double>* bvp = &asDoubles(b, sb);
+  // tf32: each operand rounded to 10 mantissa bits (to nearest, ties away
+  // from zero: cvt.rna.tf32.f32), then multiplied exactly.
+  std::vector<double> ta, tb;
+  if (n.tf32) {
+    auto round = [](double v) {
+      float f = static_cast<float>(v);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;  // not inf or NaN
+      std::memcpy(&f, &u, 4);
+      return static_cast<double>(f);
+    };
+    ta = *avp;
+    tb = *bvp;
+    for (double& v : ta) v = round(v);
+    for (double& v : tb) v = round(v);
+    avp = &ta;
+    bvp = &tb;
+  }
+  const std::vector<double>& av = *avp;
+  const std::vector<double>& bv = *bvp;
   std::vector<double>& out = vals_[id].f;
   out.assign(count(id), 0.0);
   std::vector<double> acc(N);

@@ -81,7 +81,7 @@ std::vector<std::string_view> allowedAttrs(Op op) {
     case Op::Var: case Op::Std: return {"axes", "keepdim", "correction"};
     case Op::ArgMax: case Op::ArgMin: return {"axis", "keepdim"};
     case Op::Iota: return {"axis"};
-    case Op::Matmul: return {"transA", "transB"};
+    case Op::Matmul: return {"transA", "transB", "tf32"};
     case Op::Permute: return {"perm"};
     case Op::Slice: return {"axis", "start", "end", "step"};
     default: return {};
@@ -540,7 +540,8 @@ class Parser {
         return argmin(a[0], attrs.requireInt("axis"), attrs.getBool("keepdim", false));
       case Op::Matmul:
         return matmul(a[0], a[1],
-                      MatmulOptions{attrs.getBool("transA", false), attrs.getBool("transB", false)});
+                      MatmulOptions{attrs.getBool("transA", false), attrs.getBool("transB", false),
+                                    attrs.getBool("tf32", false)});
       case Op::Reshape: return reshape(a[0], shape);
       case Op::Expand: return expand(a[0], shape);
       case Op::Permute: return permute(a[0], attrs.requireList("perm"));

@@ -103,6 +103,7 @@ std::string attrText(const Node& n) {
     case Op::Matmul:
       add("transA", boolText(n.transA));
       add("transB", boolText(n.transB));
+      if (n.tf32) add("tf32", boolText(true));  // only when set: older texts stay as they were
       break;
     case Op::Permute:
       add("perm", intList(n.axes));

@@ -97,6 +97,7 @@ struct Node {
   int64_t correction = 1;     // Var, Std
   bool transA = false;        // Matmul: a is stored [..., K, M]
   bool transB = false;        // Matmul: b is stored [..., N, K]
+  bool tf32 = false;          // Matmul of f32: operands rounded to tf32
   int64_t start = 0, end = 0, step = 1;  // Slice, in the input's axis
 
   int rank() const { return static_cast<int>(shape.size()); }
