@@ -56,6 +56,40 @@ struct Inputs {
   std::map<std::string, rt::DeviceBuffer> dev;
 };
 
+// KILN_EXPORT_KERNELS=DIR: each case's kernel (single-kernel graphs) as
+// DIR/kN.cubin plus a line of DIR/kernels.jsonl (case, entry, grid, block,
+// shared memory, tensors in parameter order), so that
+// bench/anchors_pointwise.py can time the same cubin with
+// triton.testing.do_bench in the process that times torch.compile: one
+// method for both.
+void exportKernel(const std::string& op, const Kernel& k) {
+  const char* dir = std::getenv("KILN_EXPORT_KERNELS");
+  if (!dir || k.compiled().kernels.size() != 1) return;
+  static int n = 0;
+  const compiler::CompiledKernel& ck = k.compiled().kernels[0];
+  const compiler::KernelEntry* entry = nullptr;
+  for (const compiler::KernelEntry& e : ck.entries)
+    if (e.vectorized) entry = &e;
+  if (!entry || !ck.dims.empty() || !ck.scalars.empty() || !ck.launch.tile.empty()) return;
+  int64_t total = 1;
+  for (const Dim& d : ck.launch.iterShape) total *= d.size;
+  int64_t grid = (total + ck.launch.elementsPerBlock - 1) / ck.launch.elementsPerBlock;
+  if (ck.launch.maxBlocks > 0 && grid > ck.launch.maxBlocks) grid = ck.launch.maxBlocks;
+  const std::string file = "k" + std::to_string(n++) + ".cubin";
+  std::ofstream(std::string(dir) + "/" + file, std::ios::binary).write(ck.cubin.data(), static_cast<std::streamsize>(ck.cubin.size()));
+  std::string tensors;
+  for (const compiler::KernelTensor& t : ck.tensors) {
+    std::string shape;
+    for (const Dim& d : t.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d.size);
+    tensors += std::string(tensors.empty() ? "" : ", ") + "{\"name\": \"" + t.name + "\", \"dtype\": \"" +
+               std::string(dtypeName(t.dtype)) + "\", \"shape\": [" + shape + "], \"output\": " + (t.output ? "true" : "false") + "}";
+  }
+  std::ofstream(std::string(dir) + "/kernels.jsonl", std::ios::app)
+      << "{\"op\": \"" << op << "\", \"cubin\": \"" << file << "\", \"entry\": \"" << entry->name
+      << "\", \"grid\": " << grid << ", \"block\": " << ck.launch.threadsPerBlock
+      << ", \"shared\": " << ck.launch.sharedBytes << ", \"tensors\": [" << tensors << "]}\n";
+}
+
 void benchCase(const std::string& name, const Builder& build, Inputs& in, const char* tag,
                const std::string& override = "") {
   Graph g = build(in.rows);
@@ -127,6 +161,7 @@ void benchCase(const std::string& name, const Builder& build, Inputs& in, const 
                 "\"correct\": %s, \"config\": %s}",
                 name.c_str(), tag, r.medianUs, r.p95Us, tbps, ok ? "true" : "false", cfg.c_str());
   record(buf);
+  if (override.empty()) exportKernel(name + " [" + tag + "]", k);
   if (!tuningDb || !override.empty()) return;
   // KILN_BENCH_TUNE: the same check and timing with the tuner's config.
   CompileOptions to;

@@ -113,7 +113,11 @@ if [[ " $STAGES " == *" bench "* ]]; then
   stage_begin "${KILN_TIMEOUT_BENCH:-200}"
   echo "== kiln benchmarks ($BENCHES)" | tee -a "$LOG"
   if [[ " $BENCHES " == *" pointwise "* ]]; then
-    bounded env KILN_BENCH_TUNE="$BENCH_TUNE_POINTWISE" "$K/bin/bench_pointwise" 2>&1 | tee "$OUTDIR/bench-pointwise.log" | tee -a "$LOG"
+    # Its kernels also go to kiln-kernels/, where anchors_pointwise.py times
+    # them with do_bench next to torch.compile (one method for both).
+    rm -rf "$OUTDIR/kiln-kernels" && mkdir -p "$OUTDIR/kiln-kernels"
+    bounded env KILN_BENCH_TUNE="$BENCH_TUNE_POINTWISE" KILN_EXPORT_KERNELS="$OUTDIR/kiln-kernels" \
+      "$K/bin/bench_pointwise" 2>&1 | tee "$OUTDIR/bench-pointwise.log" | tee -a "$LOG"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     if [ -n "${KILN_SWEEP:-}" ]; then
       bounded "$K/bin/bench_pointwise" sweep 2>&1 | tee "$OUTDIR/bench-sweep.log" | tee -a "$LOG"
@@ -143,7 +147,8 @@ if [[ " $STAGES " == *" anchors "* ]]; then
   for a in $ANCHORS; do
     case "$a" in
       pointwise)
-        (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 python3 anchors_pointwise.py) 2>&1 \
+        kk=""; [ -s "$OUTDIR/kiln-kernels/kernels.jsonl" ] && kk="$OUTDIR/kiln-kernels"
+        (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 KILN_KERNELS="$kk" python3 anchors_pointwise.py) 2>&1 \
           | grep -v Warning | tee "$OUTDIR/anchors.log" | tee -a "$LOG"
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
       reduction)

@@ -31,7 +31,7 @@ void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "matmul (sm_90a kernel)",
                         "block_n: 64, 128, 192 or 256 (ping-pong: 64 or 128); stages: 2 to what shared memory "
                         "holds; group_m: 1 to 64; pingpong: 0 or 1; tma_store: 0 or 1; cluster_m: 1 or 2 (2: block_n 128 "
-                        "or 256); consumer_regs: 232 or 240 (producer 40 or 24); block_m: 128; block_k: 64",
+                        "or 256, pingpong 0); consumer_regs: 232 or 240 (producer 40 or 24); block_m: 128; block_k: 64",
                         [&](const std::string& key, int64_t v) {
                           if (key == "block_n" && validBlockN(static_cast<int>(v))) c.blockN = static_cast<int>(v);
                           else if (key == "stages" && v >= 2 && v <= 16) c.stages = static_cast<int>(v);
@@ -54,6 +54,8 @@ void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
   if (c.clusterM == 2 && c.blockN != 128 && c.blockN != 256)
     throw Error("matmul (sm_90a kernel): config " + c.json() + ": a cluster of 2 splits B's tile in two halves of "
                 "64-wide boxes, so block_n is 128 or 256");
+  if (c.clusterM == 2 && c.pingpong)
+    throw Error("matmul (sm_90a kernel): config " + c.json() + ": clusters take cooperative consumers (pingpong 0)");
   if (c.sharedBytes() > kMaxShared)
     throw Error("matmul (sm_90a kernel): config " + c.json() + " needs " + std::to_string(c.sharedBytes()) +
                 " bytes of shared memory; at most " + std::to_string(kMaxShared) + " fit");
@@ -322,8 +324,9 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   if (c.stages < 2 || c.sharedBytes() > kMaxShared)
     throw Error("matmul (sm_90a kernel): config " + c.json() + " needs " + std::to_string(c.sharedBytes()) +
                 " bytes of shared memory; at most " + std::to_string(kMaxShared) + " fit");
-  if (c.clusterM != 1 && (c.clusterM != 2 || (c.blockN != 128 && c.blockN != 256)))
-    throw Error("matmul (sm_90a kernel): config " + c.json() + ": cluster_m is 1, or 2 with block_n 128 or 256");
+  if (c.clusterM != 1 && (c.clusterM != 2 || (c.blockN != 128 && c.blockN != 256) || c.pingpong))
+    throw Error("matmul (sm_90a kernel): config " + c.json() +
+                ": cluster_m is 1, or 2 with block_n 128 or 256 and cooperative consumers");
   if (!sm90MatmulApplies(g))
     throw Error("kiln: internal: the sm_90a matmul kernel needs bf16/f16 operands whose rows are static multiples "
                 "of 8 elements");

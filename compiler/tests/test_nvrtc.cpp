@@ -257,4 +257,7 @@ TEST_CASE("the sm_90a matmul kernel in clusters of 2 shares B's tile by TMA mult
   Sm90MatmulConfig c;
   CHECK_THROWS_WITH(applySm90MatmulOverride(c, "{\"cluster_m\": 2, \"block_n\": 192}"), Contains("block_n is 128 or 256"));
   CHECK_THROWS_WITH(applySm90MatmulOverride(c, "{\"cluster_m\": 4}"), Contains("cluster_m"));
+  Sm90MatmulConfig p;
+  CHECK_THROWS_WITH(applySm90MatmulOverride(p, "{\"cluster_m\": 2, \"block_n\": 128, \"pingpong\": 1}"),
+                    Contains("cooperative"));
 }
