@@ -76,6 +76,14 @@ std::string batchOffsetCode(const MatmulShape& s, const Graph& g, const std::str
   return code;
 }
 
+void fillSignature(std::string& src, const MatmulSignature& sig) {
+  replaceAll(src, "$BATCH", productExpr(sig.batch, 0));
+  replaceAll(src, "$PARAMS", sig.params);
+  replaceAll(src, "$M", dimExpr(sig.M));
+  replaceAll(src, "$N", dimExpr(sig.N));
+  replaceAll(src, "$K", dimExpr(sig.K));
+}
+
 MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores, bool staged) {
   MatmulSignature sig;
   static_cast<MatmulShape&>(sig) = matmulShape(g);
@@ -296,16 +304,20 @@ $BATCH_OFFSETS
     }
 )";
 
-const char* kBody16 = R"(
-// kiln matmul (mma.sync m16n8k16, f32 accumulation): C = A @ B
+// The tensor-core kernel, for 16-bit operands (mma.sync m16n8k16) and for
+// f32 through tf32 (MatmulOptions::tf32: m16n8k8 on operands rounded by
+// cvt.rna as they are staged). Either way a fragment register is one 32-bit
+// word of shared memory: two 16-bit values, or one tf32.
+const char* kBodyMma = R"(
+// kiln matmul ($MMA_NOTE, f32 accumulation): C = A @ B
 //   A [batch.., M, K]$TRANSA_NOTE, B [batch.., K, N]$TRANSB_NOTE, C [batch.., M, N], $DTYPE
 //   block tile $BM x $BN, K step $BK, $THREADS threads (8 warps: 2 x 4, 64 x 32 each)
-$PRELUDE
+$PRELUDE$HELPERS
 extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
-  const u16* __restrict__ A = $APTR;
-  const u16* __restrict__ B = $BPTR;
-$SIZES$EPILOGUE  __shared__ __align__(16) u16 As[$BM][$BK + 8];
-  __shared__ __align__(16) u16 Bs[$BN][$BK + 8];
+  const $ELEM* __restrict__ A = $APTR;
+  const $ELEM* __restrict__ B = $BPTR;
+$SIZES$EPILOGUE  __shared__ __align__(16) $SMEM As[$BM][$BK + $PAD];
+  __shared__ __align__(16) $SMEM Bs[$BN][$BK + $PAD];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp >> 2, wn = warp & 3;       // the warp's 64 x 32 part of the tile
   const int g = lane >> 2, t = lane & 3;         // mma fragment coordinates
@@ -319,119 +331,41 @@ $TILE_START    float acc[4][4][4];
         for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
     for (long long k0 = 0; k0 < K; k0 += $BK) {
       // Stage A (m, k) and B (k, n) tiles, zero outside the matrices; B is
-      // kept n-major so that a thread's B fragment is one 32-bit load.
+      // kept n-major so that a thread's B fragment register is one 32-bit load.
       for (int i = tid; i < $BM * $BK; i += $THREADS) {
         const int mm = $A_M_OF_I, kk = $A_K_OF_I;
         const long long m = m0 + mm, k = k0 + kk;
-        As[mm][kk] = (m < M && k < K) ? A[offA + $A_INDEX] : (u16)0;
+        As[mm][kk] = $TO_SMEM((m < M && k < K) ? A[offA + $A_INDEX] : $ZERO);
       }
       for (int i = tid; i < $BN * $BK; i += $THREADS) {
         const int nn = $B_N_OF_I, kk = $B_K_OF_I;
         const long long n = n0 + nn, k = k0 + kk;
-        Bs[nn][kk] = (n < N && k < K) ? B[offB + $B_INDEX] : (u16)0;
+        Bs[nn][kk] = $TO_SMEM((n < N && k < K) ? B[offB + $B_INDEX] : $ZERO);
       }
       __syncthreads();
 #pragma unroll
-      for (int ks = 0; ks < $BK; ks += 16) {
+      for (int ks = 0; ks < $BK; ks += $KSTEP) {
         unsigned a[4][4], b[4][2];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int r = wm * 64 + i * 16 + g;
-          a[i][0] = *(const unsigned*)&As[r][ks + 2 * t];
-          a[i][1] = *(const unsigned*)&As[r + 8][ks + 2 * t];
-          a[i][2] = *(const unsigned*)&As[r][ks + 2 * t + 8];
-          a[i][3] = *(const unsigned*)&As[r + 8][ks + 2 * t + 8];
+          a[i][0] = $WORDAs[r][ks + $LO];
+          a[i][1] = $WORDAs[r + 8][ks + $LO];
+          a[i][2] = $WORDAs[r][ks + $HI];
+          a[i][3] = $WORDAs[r + 8][ks + $HI];
         }
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int c = wn * 32 + j * 8 + g;
-          b[j][0] = *(const unsigned*)&Bs[c][ks + 2 * t];
-          b[j][1] = *(const unsigned*)&Bs[c][ks + 2 * t + 8];
+          b[j][0] = $WORDBs[c][ks + $LO];
+          b[j][1] = $WORDBs[c][ks + $HI];
         }
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
           for (int j = 0; j < 4; ++j)
             asm volatile(
-                "mma.sync.aligned.m16n8k16.row.col.f32.$MMA.$MMA.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                "{%0, %1, %2, %3};\n"
-                : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
-                : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]), "r"(b[j][1]));
-      }
-      __syncthreads();
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; e += 2)
-          kiln_epilogue(z, m0 + wm * 64 + i * 16 + g + (e ? 8 : 0), n0 + wn * 32 + j * 8 + 2 * t, acc[i][j][e],
-                        acc[i][j][e + 1]);
-  }
-}
-)";
-
-// f32 through tf32 (MatmulOptions::tf32): kBody16's tiling with m16n8k8
-// tf32 fragments; operands rounded (cvt.rna) as they are staged.
-const char* kBodyTf32 = R"(
-// kiln matmul (mma.sync m16n8k8 tf32, f32 accumulation): C = A @ B
-//   A [batch.., M, K]$TRANSA_NOTE, B [batch.., K, N]$TRANSB_NOTE, C [batch.., M, N], f32 through tf32
-//   block tile $BM x $BN, K step $BK, $THREADS threads (8 warps: 2 x 4, 64 x 32 each)
-$PRELUDE
-__device__ __forceinline__ unsigned kiln_tf32(float f) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f)); return r; }
-extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
-  const float* __restrict__ A = $APTR;
-  const float* __restrict__ B = $BPTR;
-$SIZES$EPILOGUE  __shared__ __align__(16) unsigned As[$BM][$BK + 4];
-  __shared__ __align__(16) unsigned Bs[$BN][$BK + 4];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wm = warp >> 2, wn = warp & 3;       // the warp's 64 x 32 part of the tile
-  const int g = lane >> 2, t = lane & 3;         // mma fragment coordinates
-  for (long long tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
-$TILE_START    float acc[4][4][4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-    for (long long k0 = 0; k0 < K; k0 += $BK) {
-      // Stage A (m, k) and B (k, n, kept n-major) as tf32, zero outside.
-      for (int i = tid; i < $BM * $BK; i += $THREADS) {
-        const int mm = $A_M_OF_I, kk = $A_K_OF_I;
-        const long long m = m0 + mm, k = k0 + kk;
-        As[mm][kk] = kiln_tf32((m < M && k < K) ? A[offA + $A_INDEX] : 0.0f);
-      }
-      for (int i = tid; i < $BN * $BK; i += $THREADS) {
-        const int nn = $B_N_OF_I, kk = $B_K_OF_I;
-        const long long n = n0 + nn, k = k0 + kk;
-        Bs[nn][kk] = kiln_tf32((n < N && k < K) ? B[offB + $B_INDEX] : 0.0f);
-      }
-      __syncthreads();
-#pragma unroll
-      for (int ks = 0; ks < $BK; ks += 8) {
-        unsigned a[4][4], b[4][2];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int r = wm * 64 + i * 16 + g;
-          a[i][0] = As[r][ks + t];
-          a[i][1] = As[r + 8][ks + t];
-          a[i][2] = As[r][ks + t + 4];
-          a[i][3] = As[r + 8][ks + t + 4];
-        }
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int c = wn * 32 + j * 8 + g;
-          b[j][0] = Bs[c][ks + t];
-          b[j][1] = Bs[c][ks + t + 4];
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            asm volatile(
-                "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                "mma.sync.aligned.$MMA_SHAPE.row.col.f32.$MMA.$MMA.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                 "{%0, %1, %2, %3};\n"
                 : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
                 : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]), "r"(b[j][1]));
@@ -525,7 +459,36 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   // nothing).
   const std::string offsets = batchOffsetCode(sig, g, "offA", "offB", true, "      ");
 
-  std::string src = tc ? kBody16 : tf32 ? kBodyTf32 : kBody32;
+  std::string src = tc || tf32 ? kBodyMma : kBody32;
+  if (tc) {
+    replaceAll(src, "$MMA_NOTE", "mma.sync m16n8k16");
+    replaceAll(src, "$HELPERS", "");
+    replaceAll(src, "$ELEM", "u16");
+    replaceAll(src, "$SMEM", "u16");
+    replaceAll(src, "$PAD", "8");
+    replaceAll(src, "$TO_SMEM", "");
+    replaceAll(src, "$ZERO", "(u16)0");
+    replaceAll(src, "$KSTEP", "16");
+    replaceAll(src, "$WORD", "*(const unsigned*)&");
+    replaceAll(src, "$LO", "2 * t");
+    replaceAll(src, "$HI", "2 * t + 8");
+    replaceAll(src, "$MMA_SHAPE", "m16n8k16");
+  } else if (tf32) {
+    replaceAll(src, "$MMA_NOTE", "mma.sync m16n8k8 tf32");
+    replaceAll(src, "$HELPERS",
+               "__device__ __forceinline__ unsigned kiln_tf32(float f) { unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : "
+               "\"=r\"(r) : \"f\"(f)); return r; }");
+    replaceAll(src, "$ELEM", "float");
+    replaceAll(src, "$SMEM", "unsigned");
+    replaceAll(src, "$PAD", "4");
+    replaceAll(src, "$TO_SMEM", "kiln_tf32");
+    replaceAll(src, "$ZERO", "0.0f");
+    replaceAll(src, "$KSTEP", "8");
+    replaceAll(src, "$WORD", "");
+    replaceAll(src, "$LO", "t");
+    replaceAll(src, "$HI", "t + 4");
+    replaceAll(src, "$MMA_SHAPE", "m16n8k8");
+  }
   replaceAll(src, "$PRELUDE", sig.prelude);
   replaceAll(src, "$EPILOGUE", sig.epilogue);
   replaceAll(src, "$SIZES", kSizes);
@@ -551,22 +514,17 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   }
   replaceAll(src, "$TRANSA_NOTE", mm.transA ? " stored [batch.., K, M]" : "");
   replaceAll(src, "$TRANSB_NOTE", mm.transB ? " stored [batch.., N, K]" : "");
-  replaceAll(src, "$DTYPE", std::string(dtypeName(t)));
-  replaceAll(src, "$CVT", t == DType::BF16 ? "bf16" : "f16");
-  replaceAll(src, "$MMA", t == DType::BF16 ? "bf16" : "f16");
+  replaceAll(src, "$DTYPE", tf32 ? std::string("f32 through tf32") : std::string(dtypeName(t)));
+  replaceAll(src, "$MMA", tf32 ? "tf32" : t == DType::BF16 ? "bf16" : "f16");
   replaceAll(src, "$BATCH_OFFSETS", offsets);
-  replaceAll(src, "$BATCH", productExpr(sig.batch, 0));
   replaceAll(src, "$BM", std::to_string(cfg.blockM));
   replaceAll(src, "$BN", std::to_string(cfg.blockN));
   replaceAll(src, "$BK", std::to_string(cfg.blockK));
   replaceAll(src, "$THREADS", std::to_string(cfg.threads));
   replaceAll(src, "$NAME", name + "_s1");
-  replaceAll(src, "$PARAMS", sig.params);
   replaceAll(src, "$APTR", sig.aPtr);
   replaceAll(src, "$BPTR", sig.bPtr);
-  replaceAll(src, "$M", dimExpr(sig.M));
-  replaceAll(src, "$N", dimExpr(sig.N));
-  replaceAll(src, "$K", dimExpr(sig.K));
+  fillSignature(src, sig);
   out.source = std::move(src);
 
   k.entries.push_back({name + "_s1", false});

@@ -75,6 +75,11 @@ struct MatmulSignature : MatmulShape {
 // (layout in matmul.cpp), with no bounds checks.
 MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStores, bool staged);
 
+// Fills a kernel template's $BATCH (the batch count), $PARAMS, $M, $N and $K
+// from the signature; last, after every other placeholder that starts with
+// one of these ($MMA, $NAME, $KSTEP, $BATCH_OFFSETS).
+void fillSignature(std::string& src, const MatmulSignature& sig);
+
 // Code that walks `zz` (the output's flattened batch index, a variable the
 // code changes) down the output's batch dims and adds each operand's share:
 // `varA += i * stride` for A, `varB` for B, where stride is the product of

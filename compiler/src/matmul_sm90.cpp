@@ -358,10 +358,12 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   // Loads and descriptors per layout. K-major: one box {64 K, rows}.
   // M/N-major: boxes {64 M or N, 64 K}, one per 64-wide chunk.
   std::string loads;
-  auto tensorIndex = [&](const Node& n) {
+  // The kernel tensor of an operand (by its input name) or of an output.
+  auto tensorIndex = [&](const std::string& name, bool output) {
     for (size_t i = 0; i < k.tensors.size(); ++i)
-      if (!k.tensors[i].output && k.tensors[i].name == n.name) return static_cast<int>(i);
-    throw Error("kiln: internal: matmul operand '" + n.name + "' is not a kernel tensor");
+      if (k.tensors[i].output == output && k.tensors[i].name == name) return static_cast<int>(i);
+    throw Error("kiln: internal: matmul " + std::string(output ? "output" : "operand") + " '" + name +
+                "' is not a kernel tensor");
   };
   if (!mm.transA) {
     // Fewer than 128 rows (decode shapes): the launcher clamps the box to
@@ -369,12 +371,12 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
     // the rest of the tile's rows hold stale data that only reaches output
     // rows >= M, which are never stored.
     loads += "          kiln_tma_load(sA, &tmA, bar, kb * 64, (int)m0, (int)zA);\n";
-    k.tensorMaps.push_back({tensorIndex(an), 64, 128, true});
+    k.tensorMaps.push_back({tensorIndex(an.name, false), 64, 128, true});
   } else {
     for (int j = 0; j < 2; ++j)
       loads += "          kiln_tma_load(sA + " + std::to_string(j * 8192) + ", &tmA, bar, (int)m0 + " +
                std::to_string(64 * j) + ", kb * 64, (int)zA);\n";
-    k.tensorMaps.push_back({tensorIndex(an), 64, 64});
+    k.tensorMaps.push_back({tensorIndex(an.name, false), 64, 64});
   }
   // B's tile. In a cluster of 2, each CTA loads half of it and multicasts
   // it to both (the cluster's CTAs share n0).
@@ -387,7 +389,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
       loads += "          kiln_tma_load_mc(sB + kiln_crank * " + std::to_string(half * 128) +
                ", &tmB, bar, kb * 64, (int)n0 + kiln_crank * " + std::to_string(half) + ", (int)zB, 3);\n";
     }
-    k.tensorMaps.push_back({tensorIndex(bn), 64, c.blockN / cl});
+    k.tensorMaps.push_back({tensorIndex(bn.name, false), 64, c.blockN / cl});
   } else {
     if (cl == 1) {
       for (int j = 0; j < c.blockN / 64; ++j)
@@ -399,7 +401,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                std::to_string(per) + "; ++j)\n"
                "            kiln_tma_load_mc(sB + j * 8192, &tmB, bar, (int)n0 + 64 * j, kb * 64, (int)zB, 3);\n";
     }
-    k.tensorMaps.push_back({tensorIndex(bn), 64, 64});
+    k.tensorMaps.push_back({tensorIndex(bn.name, false), 64, 64});
   }
 
   // Per m64 block h of the consumer's rows: one wgmma per k16 step into
@@ -439,10 +441,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
     for (size_t o = 0; o < g.outputs().size(); ++o) {
       const GraphOutput& go = g.outputs()[o];
       const int size = static_cast<int>(dtypeSize(g.node(go.node).dtype));
-      int index = -1;
-      for (size_t i = 0; i < k.tensors.size(); ++i)
-        if (k.tensors[i].output && k.tensors[i].name == go.name) index = static_cast<int>(i);
-      if (index < 0) throw Error("kiln: internal: matmul output '" + go.name + "' is not a kernel tensor");
+      const int index = tensorIndex(go.name, true);
       const std::string map = "tmC" + std::to_string(o);
       outMaps += ", const __grid_constant__ KilnTensorMap " + map;
       k.tensorMaps.push_back({index, 128 / size, 64});
@@ -552,11 +551,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   replaceAll(src, "$CONSUMER_REGS", std::to_string(c.consumerRegs));
   replaceAll(src, "$WHAT", what);
   replaceAll(src, "$MMA", t == DType::BF16 ? "bf16" : "f16");
-  replaceAll(src, "$BATCH", productExpr(sig.batch, 0));
-  replaceAll(src, "$PARAMS", sig.params);
-  replaceAll(src, "$M", dimExpr(sig.M));
-  replaceAll(src, "$N", dimExpr(sig.N));
-  replaceAll(src, "$K", dimExpr(sig.K));
+  fillSignature(src, sig);
   out.source = std::move(src);
 
   // One entry, "vectorized": TMA needs 16-byte aligned operands (and the
