@@ -317,7 +317,7 @@ void prepare(Kernel::Impl& impl) {
       rule.boxInner = static_cast<uint32_t>(m.boxInner);
       rule.boxRows = static_cast<uint32_t>(m.boxRows);
       rule.clampRows = m.clampRows;
-      rule.what = ck.schedule + " operand '" + t.name + "' of kernel '" + ck.name + "'";
+      rule.what = ck.schedule + (t.output ? " output '" : " operand '") + t.name + "' of kernel '" + ck.name + "'";
       for (const Dim& d : t.shape) {
         if (d.isStatic()) rule.axes.push_back(d.size);
         else {

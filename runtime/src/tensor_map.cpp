@@ -23,9 +23,9 @@ void encodeTensorMap3d(TensorMap& map, const char* what, DType dtype, const void
                        uint64_t rows, uint64_t batch, uint32_t boxInner, uint32_t boxRows) {
   const uint64_t elem = static_cast<uint64_t>(dtypeSize(dtype));
   if (reinterpret_cast<uintptr_t>(data) % 16 != 0)
-    fail(what, "the pointer is not 16-byte aligned (TMA loads need it)");
+    fail(what, "the pointer is not 16-byte aligned (TMA needs it)");
   if ((inner * elem) % 16 != 0)
-    fail(what, "a row of " + std::to_string(inner) + " elements is not a multiple of 16 bytes (TMA loads need it)");
+    fail(what, "a row of " + std::to_string(inner) + " elements is not a multiple of 16 bytes (TMA needs it)");
   if (inner == 0 || rows == 0 || batch == 0) fail(what, "an empty tensor has no tensor map");
   if (inner > (1ull << 32) || rows > (1ull << 32) || batch > (1ull << 32))
     fail(what, "a dim beyond 2^32 elements");
