@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "kiln/runtime/device.h"
 
 namespace kiln::test {
 
@@ -30,6 +31,14 @@ inline void requireGpu() {
     std::cout << "SKIPPED: no CUDA driver (" << rt::driverUnavailableReason() << ")" << std::endl;
     std::exit(77);
   }
+}
+
+// Whether the current GPU has thread-block clusters (sm_90 or newer).
+inline bool hasClusters() {
+  const std::string arch = rt::Device::current().basics().arch();  // "sm_90"
+  int sm = 0;
+  for (size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) sm = sm * 10 + (arch[i] - '0');
+  return sm >= 90;
 }
 
 // Relative tolerance by output dtype (with an absolute floor of the same

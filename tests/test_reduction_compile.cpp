@@ -357,3 +357,67 @@ TEST_CASE("bad launches of a reduction kernel are clear errors naming the argume
     CHECK_THAT(msg([&] { k.launch({x8, w1, y8, s8}); }), Contains("no CUDA driver"));
   }
 }
+
+// Rows longer than one block holds in registers: on sm_90 the heuristic
+// splits each row across a cluster of blocks that hold their parts and meet
+// through distributed shared memory; below sm_90 the looped form stays.
+TEST_CASE("rows too long for one block split across a cluster on sm_90, never below", "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16);
+  const Shape shape{"N", 262144};
+  std::vector<test::GraphCase> cases = test::rowComposites(t, shape);
+  // Not cross_entropy (it streams its row once) nor an f32 residual add
+  // (two f32 rows would need 16 blocks of 512 threads: the looped form).
+  std::erase_if(cases, [&](const test::GraphCase& c) {
+    return c.label.rfind("cross_entropy", 0) == 0 || (t == DType::F32 && c.label.rfind("residual", 0) == 0);
+  });
+  REQUIRE(cases.size() >= 5);
+  for (const test::GraphCase& c : cases) {
+    INFO(c.label);
+    compiler::CompiledGraph cg = compiler::compileGraph(c.graph);
+    REQUIRE(cg.kernels.size() == 1);
+    const compiler::CompiledKernel& k = cg.kernels[0];
+    checkKernelArtifacts(k);
+    CHECK_THAT(k.config, Contains("\"cluster\": 8"));
+    CHECK(k.launch.cluster == 8);
+    CHECK(k.launch.elementsPerBlock == 1);
+    CHECK_THAT(k.ptx, Contains("barrier.cluster.wait"));
+    CHECK_THAT(k.ptx, Contains("mapa.shared::cluster"));
+    compiler::CompileOptions o;
+    o.chip = "sm_80";
+    o.keepText = false;
+    compiler::CompiledGraph old = compiler::compileGraph(c.graph, o);
+    REQUIRE(old.kernels.size() == 1);
+    CHECK(old.kernels[0].launch.cluster == 1);
+    CHECK_THAT(old.kernels[0].config, !Contains("cluster"));
+  }
+}
+
+TEST_CASE("row cluster configs: bad values and targets are errors, shapes that cannot split fall back", "[compile][reduction][errors]") {
+  Graph g;
+  g.output("y", softmax(g.input("x", DType::F32, {"N", 32768})));
+  compiler::CompileOptions o;
+  o.keepText = false;
+  SECTION("a cluster below sm_90 names the key and the target") {
+    o.chip = "sm_80";
+    o.rowConfigOverride = R"({"cluster": 2})";
+    CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("\"cluster\": 2") && Contains("sm_80") && Contains("sm_90"));
+  }
+  SECTION("a cluster size that is not 1, 2, 4 or 8") {
+    o.rowConfigOverride = R"({"cluster": 3})";
+    CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("cluster"));
+  }
+  SECTION("a row that does not divide into the parts: one block per row") {
+    Graph h;
+    h.output("y", softmax(h.input("x", DType::F32, {"N", 4097})));
+    o.rowConfigOverride = R"({"cluster": 4, "persistent": 1, "threads_per_row": 256})";
+    compiler::CompiledGraph cg = compiler::compileGraph(h, o);
+    CHECK(cg.kernels.at(0).launch.cluster == 1);
+    CHECK_THAT(cg.kernels.at(0).config, !Contains("cluster"));
+  }
+  SECTION("a cluster of the given size otherwise") {
+    o.rowConfigOverride = R"({"cluster": 4, "persistent": 1, "threads_per_row": 256})";
+    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    CHECK(cg.kernels.at(0).launch.cluster == 4);
+    CHECK(cg.kernels.at(0).launch.threadsPerBlock == 256);
+  }
+}

@@ -192,6 +192,18 @@ TEST_CASE("argmax and argmin return the first index among tied extremes", "[gpu]
   test::requireGpu();
   int64_t len = GENERATE(17, 4096, 4097, 262144);
   DType t = GENERATE(DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64);
+  // Also with each row split across a cluster of 8 blocks (sm_90+): ties in
+  // other blocks of the row must lose to the first.
+  const bool cluster = GENERATE(false, true);
+  CompileOptions co;
+  if (cluster) {
+    if (len % 8 != 0) return;
+    if (!test::hasClusters()) {
+      WARN("SKIPPED: row clusters need an sm_90 GPU");
+      return;
+    }
+    co.rowConfigOverride = R"({"persistent": 1, "threads_per_row": 512, "cluster": 8})";
+  }
   Graph g;
   Tensor x = g.input("x", t, {8, len});
   g.output("argmax", argmax(x, -1));
@@ -215,7 +227,44 @@ TEST_CASE("argmax and argmin return the first index among tied extremes", "[gpu]
     both(4, {len - 1, len / 2 + 1, len / 3});  // first: len / 3
     both(5, {len - 1, 7 * len / 8});           // first: 7 len / 8
   };
-  runAndCheck(g, {.ranges = {{"x", {0, 4}}}, .prepare = prepare});
+  Kernel k = runAndCheck(g, {.ranges = {{"x", {0, 4}}}, .prepare = prepare, .compile = co});
+  if (cluster) CHECK(k.explain().find("clusters of 8 blocks") != std::string::npos);
+}
+
+// Rows split across a thread-block cluster (the held row in C blocks that
+// merge their partial states through distributed shared memory): every
+// reduction op and the op library's composites, rows that fill each block's
+// part exactly and parts that leave threads idle (4096 in 8 parts of 512).
+TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  if (!test::hasClusters()) {
+    WARN("SKIPPED: row clusters need an sm_90 GPU");
+    return;
+  }
+  struct C {
+    int64_t len;
+    int threads, cluster;
+  };
+  C c = GENERATE(C{4096, 256, 2}, C{4096, 512, 8}, C{32768, 256, 4}, C{262144, 512, 8});
+  const int64_t rows = c.len >= 262144 ? 3 : 24;
+  CompileOptions co;
+  co.rowConfigOverride = "{\"persistent\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                         ", \"cluster\": " + std::to_string(c.cluster) + "}";
+  const std::string want = "clusters of " + std::to_string(c.cluster) + " blocks";
+  std::vector<test::GraphCase> cases = test::reductionSweep({"R", c.len}, {false});
+  for (DType t : {DType::F32, DType::BF16})
+    for (test::GraphCase& g : test::rowComposites(t, {"R", c.len})) cases.push_back(std::move(g));
+  const size_t n = test::reductionSweep({"R", 1}, {false}).size() + 2 * test::rowComposites(DType::F32, {"R", 1}).size();
+  REQUIRE(cases.size() == n);
+  const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, n)));
+  INFO(g.label << " over " << rows << " rows, " << co.rowConfigOverride);
+  test::RunOptions o = optionsFor(g, rows);
+  o.compile = co;
+  Kernel k = runAndCheck(g.graph, o);
+  // Every row kernel of the graph runs in clusters (cross_entropy's mean
+  // kernel too: its row of R values is held and split like any other).
+  INFO(k.explain());
+  CHECK(k.explain().find(want) != std::string::npos);
 }
 
 TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {

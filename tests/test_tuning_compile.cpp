@@ -110,6 +110,8 @@ TEST_CASE("config spaces: every candidate compiles spill-free and means what it 
   std::vector<std::pair<std::string, Graph>> graphs;
   graphs.push_back({"softmax bf16 4096", softmaxGraph(DType::BF16, {Dim("R"), 4096})});
   graphs.push_back({"gelu bf16 4096", geluGraph(DType::BF16, {Dim("R"), 4096})});
+  // Rows held by clusters of blocks (sm_90), and the looped form.
+  graphs.push_back({"softmax f32 262144", softmaxGraph(DType::F32, {Dim("R"), 262144})});
   for (const auto& [name, g] : graphs) {
     auto info = compiler::describeKernels(g)[0];
     for (const std::string& cand : info.space) {

@@ -221,7 +221,7 @@ std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileO
       info.schedule = "row_reduction";
       info.scheduleVersion = kRowReductionScheduleVersion;
       RowConfig h = rowConfigOf(kp, options, -1);
-      info.space = rowSpace(kp.graph, h);
+      info.space = rowSpace(kp.graph, h, smNumber(options.chip));
       info.defaultConfig = rowConfigOf(kp, options, static_cast<long>(i)).json();
     }
     info.signatureText = info.schedule + "\n" + printGraph(kp.graph);
@@ -289,7 +289,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       k = build(name, std::move(pk.mlir), std::move(pk.kernel));
     } else {
       RowConfig cfg = rowConfigOf(kp, options, i);
-      RowKernel rk = emitRowReduction(kp.graph, cfg, name, options.variants);
+      RowKernel rk = emitRowReduction(kp.graph, cfg, name, options.variants, smNumber(options.chip));
       k = build(name, std::move(rk.mlir), std::move(rk.kernel));
       // A persistent row of 1024 threads (64 registers each) that spills is
       // slower than the looped form: the heuristic's register estimate is
@@ -300,7 +300,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       if (spills && cfg.persistent && cfg.threadsPerRow >= 1024 && options.rowConfigOverride.empty() && !given) {
         cfg.persistent = false;
         cfg.threadsPerRow = cfg.threads = 512;
-        rk = emitRowReduction(kp.graph, cfg, name, options.variants);
+        rk = emitRowReduction(kp.graph, cfg, name, options.variants, smNumber(options.chip));
         k = build(name, std::move(rk.mlir), std::move(rk.kernel));
       }
     }

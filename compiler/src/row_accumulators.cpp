@@ -278,7 +278,43 @@ std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<st
     }
     acc = acc.empty() ? part : merge(w, a, acc, part);
   }
-  return acc;
+  if (rt.cluster <= 1) return acc;
+  // Across the cluster: the row's thread 0 publishes the block's state in
+  // a fresh slot; after the cluster barrier (release / acquire) lane l of
+  // every warp reads block (l mod C)'s state through distributed shared
+  // memory, and a butterfly over groups of C lanes merges them (merges are
+  // commutative, so every lane of every block gets the same bits). Slots
+  // are never reused, so no barrier is needed after the reads (the kernel
+  // ends with one, so no block exits while a peer still reads its shared
+  // memory).
+  std::vector<std::string> own;
+  for (size_t i = 0; i < acc.size(); ++i) {
+    int sl = slot++;
+    own.push_back(w.assign("llvm.getelementptr " + rt.smem + "[" + std::to_string(sl * W) +
+                           "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64"));
+  }
+  w.line("scf.if " + rt.first + " {");
+  w.indent();
+  for (size_t i = 0; i < acc.size(); ++i)
+    w.line("llvm.store " + acc[i] + ", " + own[i] + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
+           " : i64} : " + a.types[i] + ", !llvm.ptr<3>");
+  w.dedent();
+  w.line("}");
+  w.line("nvvm.cluster.arrive {aligned}");
+  w.line("nvvm.cluster.wait {aligned}");
+  std::string peer = w.assign("arith.andi " + rt.lane32 + ", " + w.integer(rt.cluster - 1, "i32") + " : i32");
+  std::vector<std::string> all;
+  for (size_t i = 0; i < acc.size(); ++i) {
+    std::string remote = w.assign("nvvm.mapa " + own[i] + ", " + peer + " : !llvm.ptr<3> -> !llvm.ptr<7>");
+    all.push_back(w.assign("llvm.load " + remote + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
+                           " : i64} : !llvm.ptr<7> -> " + a.types[i]));
+  }
+  for (int off = rt.cluster / 2; off >= 1; off /= 2) {
+    std::vector<std::string> o;
+    for (size_t i = 0; i < all.size(); ++i) o.push_back(shuffleXor(w, all[i], a.types[i], off));
+    all = merge(w, a, all, o);
+  }
+  return all;
 }
 
 }  // namespace kiln::compiler

@@ -37,6 +37,11 @@ struct RowThreads {
   std::string lane32;  // i32: lane in the warp
   std::string warp;    // i32: warp in the row
   std::string smem;    // !llvm.ptr<3>: the dynamic shared memory (T > 32)
+  // Blocks per row (a cluster along x, T > 32): after the block's tree,
+  // its state goes to its shared memory and every block merges all C
+  // blocks' states read through distributed shared memory, in rank order.
+  int cluster = 1;
+  std::string first;   // i1: the row's thread 0 (cluster > 1)
 };
 
 // The state before any element.
@@ -52,7 +57,8 @@ std::vector<std::string> accumulate(MlirWriter& w, const Acc& a, const std::vect
                                     const std::string& valid, const std::string& mean);
 // The whole row's state in every thread of the row. `slot` counts the
 // shared-memory slots used so far (each component of each accumulator gets
-// its own, so one barrier per level suffices).
+// its own, so one barrier per level suffices; a cluster exchange takes one
+// more slot per component).
 std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<std::string> s, const RowThreads& rt,
                                      int& slot);
 // exp for the online log-sum-exp statistic (ex2.approx based).

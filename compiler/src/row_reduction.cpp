@@ -19,7 +19,8 @@ namespace kiln::compiler {
 std::string RowConfig::json() const {
   return "{\"threads_per_row\": " + std::to_string(threadsPerRow) + ", \"threads\": " + std::to_string(threads) +
          ", \"vector\": " + std::to_string(vector) + ", \"persistent\": " + (persistent ? "1" : "0") +
-         ", \"unroll\": " + std::to_string(unroll) + "}";
+         ", \"unroll\": " + std::to_string(unroll) +
+         (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) : std::string()) + "}";
 }
 
 namespace {
@@ -96,7 +97,8 @@ class RowEmitter {
     return accumulate(w, a, s, xs, cols, valid, a.kind == AccKind::SqDev ? hiddenMean_.at(a.meanAcc) : "");
   }
   std::vector<std::string> crossThreadAcc(MlirWriter& w, const Acc& a, const std::vector<std::string>& s) {
-    return crossThread(w, a, s, RowThreads{cfg_.threadsPerRow, lane32_, warp_, smem_}, smemSlots_);
+    return crossThread(w, a, s, RowThreads{cfg_.threadsPerRow, lane32_, warp_, smem_, cfg_.cluster, first_},
+                       smemSlots_);
   }
   std::string nAsF32(MlirWriter& w);
 
@@ -135,6 +137,15 @@ class RowEmitter {
   std::vector<std::string> outPtr_;
   std::map<int, std::string> rowValue_;  // reduction node → its value for this row
   std::string r_, t_, lane32_, warp_, smem_, tV_;  // row (i64), thread in row, lane, warp in row (i32)
+  std::string rank_, first_;  // cluster > 1: the block's rank in the row (i32); the row's thread 0 (i1)
+  // cluster > 1: the block's first column (i32): row pointers start there,
+  // so slots' columns stay block-local; iota and arg ops add it back.
+  std::string colBase_;
+  // Flags of global loads: invariant (free to move) except, in a cluster,
+  // after the row's first loads: LLVM would hoist later loads (weights,
+  // biases) above the cluster barriers, and ptxas does not sink them back
+  // below one as it does below bar.sync, which spilled held rows.
+  std::string loadFlags_ = ", invariant";
   int smemSlots_ = 0;
   Ctx persistentCtx_;
 };
@@ -360,6 +371,11 @@ std::string RowEmitter::rowPtr(const Access& a, DType dt) {
     std::string term = row_->assign("arith.muli " + leadIndex(j) + ", " + poly(a.strides[j]) + " : i64");
     off = off.empty() ? term : row_->assign("arith.addi " + off + ", " + term + " : i64");
   }
+  if (!colBase_.empty() && !a.strides[k_ - 1].isZero()) {
+    std::string term = row_->assign("arith.muli " + row_->assign("arith.extui " + colBase_ + " : i32 to i64") + ", " +
+                                    poly(a.strides[k_ - 1]) + " : i64");
+    off = off.empty() ? term : row_->assign("arith.addi " + off + ", " + term + " : i64");
+  }
   std::string p = argOf_.at(a.node);
   if (!off.empty())
     p = row_->assign("llvm.getelementptr inbounds " + p + "[" + off + "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " +
@@ -373,7 +389,7 @@ std::string RowEmitter::rowLoad(const Access& a, DType dt) {
   if (auto it = rowMemo_.find(key); it != rowMemo_.end()) return it->second;
   std::string p = rowPtr(a, dt);
   std::string raw = row_->assign("llvm.load " + p + " {alignment = " + std::to_string(dtypeSize(dt)) +
-                                 " : i64, invariant} : !llvm.ptr<1> -> " + storageType(dt));
+                                 " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> " + storageType(dt));
   std::string v = loadConvert(*row_, raw, dt);
   rowMemo_[key] = v;
   return v;
@@ -401,7 +417,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
                                "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
       int align = std::min(16, vector_ * dtypeSize(dt));
       vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) +
-                     " : i64, invariant} : !llvm.ptr<1> -> vector<" + std::to_string(vector_) + "x" + st + ">");
+                     " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> vector<" + std::to_string(vector_) + "x" + st + ">");
       loads[vkey] = vec;
     }
     std::string e = w.assign("llvm.extractelement " + vec + "[" + w.integer(lane, "i32") + " : i32] : vector<" +
@@ -415,7 +431,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
     off = w.assign("arith.muli " + off + ", " + poly(a.strides[k_ - 1]) + " : i64");
   std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + off + "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
   std::string raw = w.assign("llvm.load " + q + " {alignment = " + std::to_string(dtypeSize(dt)) +
-                             " : i64, invariant} : !llvm.ptr<1> -> " + st);
+                             " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> " + st);
   return loadConvert(w, raw, dt);
 }
 
@@ -461,6 +477,7 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
         std::string base;
         if (a.src == k_ - 1) {
           base = c.cols[slot];
+          if (!colBase_.empty()) base = w.assign("arith.addi " + base + ", " + colBase_ + " : i32");
           if (lane) base = w.assign("arith.addi " + base + ", " + w.integer(lane, "i32") + " : i32");
           base = w.assign("arith.extui " + base + " : i32 to i64");
         } else {
@@ -571,9 +588,11 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
             },
             vector_);
         std::vector<std::string> cols;
-        if (a.kind == AccKind::ArgMax || a.kind == AccKind::ArgMin)
+        if (a.kind == AccKind::ArgMax || a.kind == AccKind::ArgMin) {
+          std::string c0 = colBase_.empty() ? c.cols[j] : w.assign("arith.addi " + c.cols[j] + ", " + colBase_ + " : i32");
           for (int l = 0; l < vector_; ++l)
-            cols.push_back(l ? w.assign("arith.addi " + c.cols[j] + ", " + w.integer(l, "i32") + " : i32") : c.cols[j]);
+            cols.push_back(l ? w.assign("arith.addi " + c0 + ", " + w.integer(l, "i32") + " : i32") : c0);
+        }
         s = accumulateAcc(w, a, s, xs, cols, valid[j]);
       }
       (void)slot;
@@ -742,6 +761,8 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
       base = it->second;
     } else {
       std::string off = row_->assign("arith.muli " + r_ + ", " + poly(Poly::of(dom_[k_ - 1])) + " : i64");
+      if (!colBase_.empty())
+        off = row_->assign("arith.addi " + off + ", " + row_->assign("arith.extui " + colBase_ + " : i32 to i64") + " : i64");
       base = row_->assign("llvm.getelementptr inbounds " + stores[i].first + "[" + off +
                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
       rowMemo_[key] = base;
@@ -779,6 +800,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   outPtr_.clear();
   rowValue_.clear();
   smemSlots_ = 0;
+  colBase_.clear();
+  loadFlags_ = ", invariant";
   const int T = cfg_.threadsPerRow;
   const int rowsPerBlock = cfg_.threads / T;
 
@@ -814,6 +837,18 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // must take part in the shuffles) and store nothing.
     std::string last = pre.assign("arith.subi " + rows + ", " + pre.integer(1, "i64") + " : i64");
     r_ = pre.assign("arith.minui " + r + ", " + last + " : i64");
+  } else if (cfg_.cluster > 1) {
+    // A cluster of C consecutive blocks per row: block b holds columns
+    // [rank * N/C, (rank + 1) * N/C) of row b / C, rank = b % C (the
+    // cluster's CTA rank: clusters run along x).
+    int shift = 0;
+    while ((1 << shift) < cfg_.cluster) ++shift;
+    t_ = tid;
+    r_ = pre.assign("arith.shrui " + bid + ", " + pre.integer(shift, "i64") + " : i64");
+    rank_ = pre.assign("arith.trunci " + pre.assign("arith.andi " + bid + ", " + pre.integer(cfg_.cluster - 1, "i64") +
+                                                    " : i64") + " : i64 to i32");
+    first_ = pre.assign("arith.cmpi eq, " + tid + ", " + pre.integer(0, "i32") + " : i32");
+    colBase_ = pre.assign("arith.muli " + rank_ + ", " + pre.integer(dom_[k_ - 1].size / cfg_.cluster, "i32") + " : i32");
   } else {
     t_ = tid;
     r_ = bid;
@@ -824,10 +859,11 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
 
   const Dim& nd = dom_[k_ - 1];
   if (cfg_.persistent) {
-    const int64_t N = nd.size;
+    const int64_t N = nd.size / cfg_.cluster;  // this block's columns
     const int64_t per = static_cast<int64_t>(T) * vector_;
     const int chunks = static_cast<int>((N + per - 1) / per);
     std::string tv = row.assign("arith.muli " + t_ + ", " + row.integer(vector_, "i32") + " : i32");
+
     std::vector<std::string> valid;
     persistentCtx_ = Ctx{};
     persistentCtx_.w = &row;
@@ -845,9 +881,18 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       persistentCtx_.cols.push_back(col);
     }
     // Every 16-byte load of the row first, so they are all in flight at once.
+    // In a cluster, only the loads that differ between rows: the others
+    // (weights, biases) are loaded where they are used, after the cluster
+    // barriers, and not as invariant loads (see loadFlags_).
+    auto perRow = [&](const Access& a) {
+      for (int j = 0; j + 1 < k_; ++j)
+        if (!a.strides[j].isZero() && !isUnit(dom_[j])) return true;
+      return false;
+    };
     for (const auto& [key, a] : accesses_)
-      if (!a.strides[k_ - 1].isZero() && vectorAccess(a))
+      if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (cfg_.cluster == 1 || perRow(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
+    if (cfg_.cluster > 1) loadFlags_.clear();
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
     elemMemo_.clear();
     for (int j = 0; j < chunks && !fullOutputs_.empty(); ++j) storeFull(persistentCtx_, j, valid[j]);
@@ -869,6 +914,9 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     }
     std::string first = row.assign("arith.cmpi eq, " + t_ + ", " + row.integer(0, "i32") + " : i32");
     if (!rowValid.empty()) first = row.assign("arith.andi " + first + ", " + rowValid + " : i1");
+    if (cfg_.cluster > 1)
+      first = row.assign("arith.andi " + first + ", " +
+                         row.assign("arith.cmpi eq, " + rank_ + ", " + row.integer(0, "i32") + " : i32") + " : i1");
     row.line("scf.if " + first + " {");
     row.indent();
     for (size_t i = 0; i < rowOutputs_.size(); ++i) {
@@ -881,6 +929,11 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     }
     row.dedent();
     row.line("}");
+  }
+  if (cfg_.cluster > 1) {
+    // No block leaves while a peer may still read its shared memory.
+    row.line("nvvm.cluster.arrive {aligned}");
+    row.line("nvvm.cluster.wait {aligned}");
   }
   std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, row);
   pre_ = row_ = nullptr;
@@ -976,6 +1029,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   k.launch.elementsPerBlock = cfg_.threads / cfg_.threadsPerRow;
   k.launch.iterShape = rows;
   k.launch.maxBlocks = 0;
+  k.launch.cluster = cfg_.cluster;
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
   return out;
 }
@@ -1016,8 +1070,14 @@ bool streamsOnce(const Graph& g, const Shape& domain) {
 
 }  // namespace
 
+// The SM number of a chip name ("sm_90a" -> 90; 0 if unreadable).
+static int smOf(const std::string& chip) {
+  int sm = 0;
+  for (size_t i = 3; i < chip.size() && chip[i] >= '0' && chip[i] <= '9'; ++i) sm = sm * 10 + (chip[i] - '0');
+  return sm;
+}
+
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
-  (void)options;
   RowConfig c;
   Shape d = domainOf(g);
   int minSize = 16;
@@ -1076,6 +1136,24 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     variance = variance || g.node(id).op == Op::Var || g.node(id).op == Op::Std;
   const int64_t perThread = (variance ? 4 : 2) * c.vector;
   int64_t T = std::clamp<int64_t>(nextPow2((N + perThread - 1) / perThread), 1, 512);
+  // Longer rows than 512 threads hold: on sm_90+, split the row across a
+  // cluster of C blocks of 512 threads (the same per-block shape as the
+  // 512 x 64 rows measured best above), each holding N/C columns; the row
+  // is then read once instead of two or three times by the looped form.
+  if (!fits(T) && smOf(options.chip) >= 90) {
+    auto fitsPart = [&](int64_t parts) {
+      int64_t seg = N / parts;
+      int64_t vpt = (seg + 512 * c.vector - 1) / (512 * c.vector) * c.vector;
+      return N % (parts * c.vector) == 0 && vpt <= 64 && vpt * rowBytes <= 256;
+    };
+    for (int parts = 2; parts <= 8; parts *= 2)
+      if (fitsPart(parts)) {
+        c.cluster = parts;
+        c.persistent = true;
+        c.threadsPerRow = c.threads = 512;
+        return c;
+      }
+  }
   if (!fits(T) && fits(1024)) T = 1024;
   c.persistent = fits(T);
   if (!c.persistent) T = 512;
@@ -1084,7 +1162,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   return c;
 }
 
-std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h) {
+std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   std::vector<std::string> out;
   auto add = [&](const RowConfig& c) {
     std::string j = c.json();
@@ -1140,6 +1218,23 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h) {
       }
     }
   }
+  // Clusters (sm_90+): the row split over C blocks of 256 or 512 threads
+  // that each hold their part in registers.
+  if (sm >= 90)
+    for (int cl = 2; cl <= 8; cl *= 2)
+      for (int t : {256, 512}) {
+        const int v = h.vector;
+        if (N % (static_cast<int64_t>(cl) * v) != 0) continue;
+        const int64_t partVecs = N / cl / v;
+        if ((partVecs + t - 1) / t * v > 64 || t / 2 >= partVecs) continue;
+        RowConfig c;
+        c.vector = v;
+        c.persistent = true;
+        c.threadsPerRow = c.threads = t;
+        c.unroll = h.unroll;
+        c.cluster = cl;
+        add(c);
+      }
   std::vector<int> ts;
   for (int t = 64; t <= 512; t *= 2)
     if (t == 64 || t <= nextPow2(vecs)) ts.push_back(t);
@@ -1150,25 +1245,44 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h) {
 void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
-                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8",
+                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8 (sm_90+)",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
                           else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8)) c.vector = static_cast<int>(v);
                           else if (key == "persistent" && (v == 0 || v == 1)) c.persistent = v == 1;
                           else if (key == "unroll" && v >= 1 && v <= 8) c.unroll = static_cast<int>(v);
+                          else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) c.cluster = static_cast<int>(v);
                           else return false;
                           return true;
                         });
 }
 
-RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name, EntryVariants variants) {
+RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name, EntryVariants variants,
+                           int sm) {
   RowConfig c = config;
   const Shape d = domainOf(g);
+  if (c.cluster > 1 && sm < 90)
+    throw Error("kiln: compile: row_reduction config \"cluster\": " + std::to_string(c.cluster) +
+                " needs thread-block clusters (sm_90 or newer); the target is sm_" + std::to_string(sm));
+  if (c.cluster > 1) {
+    // A cluster splits a held row into equal whole-vector parts, one block
+    // each; where that cannot be, one block per row.
+    int v = std::max(1, c.vector);
+    while (v > 1 && d.back().isStatic() && d.back().size % v != 0) v /= 2;
+    if (!c.persistent || d.back().isDynamic() || d.back().size % (static_cast<int64_t>(c.cluster) * v) != 0 ||
+        c.threadsPerRow <= 32)
+      c.cluster = 1;
+    else
+      c.threads = c.threadsPerRow;
+  }
   if (c.persistent && d.back().isStatic()) {
     // A persistent row must fit in registers: fall back to the loop.
     int64_t per = static_cast<int64_t>(c.threadsPerRow) * std::max(1, c.vector);
-    if ((d.back().size + per - 1) / per * c.vector > 64) c.persistent = false;
+    if ((d.back().size / c.cluster + per - 1) / per * c.vector > 64) {
+      c.persistent = false;
+      c.cluster = 1;
+    }
   }
   if (c.threadsPerRow < 32 && (c.threads % 32 != 0 || c.threads < 32)) c.threads = 128;
   RowEmitter e(g, c);

@@ -14,7 +14,12 @@
 //     of exp(x - max) in one pass with a rescaled sum; Welford/Chan for the
 //     variance), and outputs take one more pass;
 //   - short rows: T < 32 threads per row and several rows per block, with
-//     shuffles inside a warp only.
+//     shuffles inside a warp only;
+//   - rows too long for one block's registers (sm_90+): the persistent form
+//     split across a thread-block cluster of C blocks, each holding N/C
+//     columns; a block's partial states meet the others' through
+//     distributed shared memory after a cluster barrier, merged in rank
+//     order (so every block of the row holds the same result).
 // Elementwise producers are computed inside the loads (the shared element
 // emitter), accumulation is in f32 for 16-bit floats, reductions are
 // deterministic (fixed tree and order), and argmax/argmin return the first
@@ -36,27 +41,30 @@ struct RowConfig {
   int vector = 1;           // V: elements per vector access
   bool persistent = true;   // the row held in registers (static row length only)
   int unroll = 4;           // looped form: vectors per thread per iteration
-  std::string json() const;
+  int cluster = 1;          // C: blocks per row (a cluster; persistent, sm_90+, N % (C*V) == 0)
+  std::string json() const;  // "cluster" appears only when C > 1
 };
 
-// A good config from the domain, dtypes and device.
+// A good config from the domain, dtypes and device (clusters on sm_90+).
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options);
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll); throws kiln::Error naming a bad key or value.
+// persistent (0/1), unroll, cluster (1, 2, 4, 8)); throws kiln::Error naming a bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
 // The schedule's config space around the heuristic's choice `h` for the
 // sub-graph `g`: override objects of every key, `h` first.
-std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h);
+// `sm`: the target's SM number (clusters from 90).
+std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm);
 
 struct RowKernel {
   std::string mlir;
   CompiledKernel kernel;
 };
 // `g` is a planner sub-graph: its outputs are either of the domain's shape
-// or one value per row.
+// or one value per row. `sm`: the target's SM number; a cluster config on a
+// target below sm_90 is a kiln::Error.
 RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name,
-                           EntryVariants variants = EntryVariants::All);
+                           EntryVariants variants = EntryVariants::All, int sm = 90);
 
 }  // namespace kiln::compiler
