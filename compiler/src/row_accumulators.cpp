@@ -128,8 +128,21 @@ std::vector<std::string> merge(MlirWriter& w, const Acc& a, const std::vector<st
       return {w.assign("arith.select " + b + ", " + y[0] + ", " + x[0] + " : " + ct),
               w.assign("arith.select " + b + ", " + y[1] + ", " + x[1] + " : i32")};
     }
-    case AccKind::Welford:
-      return chan(w, x, y);
+    case AccKind::Welford: {
+      // Operands in a canonical order (by count, then mean), so that
+      // merge(x, y) and merge(y, x) give the same bits: butterfly trees
+      // then leave every lane with the same state.
+      std::string lt = w.assign("arith.cmpf olt, " + y[0] + ", " + x[0] + " : f32");
+      std::string eqn = w.assign("arith.cmpf oeq, " + y[0] + ", " + x[0] + " : f32");
+      std::string ltm = w.assign("arith.cmpf olt, " + y[1] + ", " + x[1] + " : f32");
+      std::string swap = w.assign("arith.ori " + lt + ", " + w.assign("arith.andi " + eqn + ", " + ltm + " : i1") + " : i1");
+      std::vector<std::string> a2, b2;
+      for (int i = 0; i < 3; ++i) {
+        a2.push_back(w.assign("arith.select " + swap + ", " + y[i] + ", " + x[i] + " : f32"));
+        b2.push_back(w.assign("arith.select " + swap + ", " + x[i] + ", " + y[i] + " : f32"));
+      }
+      return chan(w, a2, b2);
+    }
     case AccKind::Lse: {
       std::string m = w.assign("arith.maximumf " + x[0] + ", " + y[0] + " : f32");
       std::string s1 = w.assign("arith.mulf " + x[1] + ", " + scaleFor(w, x[0], m) + " : f32");
@@ -268,6 +281,21 @@ std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<st
   w.line("}");
   w.line("gpu.barrier");
   std::vector<std::string> acc;
+  if (rt.butterflyRead) {
+    std::string from = W == 32 ? rt.lane32 : w.assign("arith.andi " + rt.lane32 + ", " + w.integer(W - 1, "i32") + " : i32");
+    for (size_t i = 0; i < s.size(); ++i) {
+      std::string idx = w.assign("arith.addi " + from + ", " + w.integer(slots[i] * W, "i32") + " : i32");
+      std::string p = w.assign("llvm.getelementptr " + rt.smem + "[" + idx + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
+      acc.push_back(w.assign("llvm.load " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
+                             " : i64} : !llvm.ptr<3> -> " + a.types[i]));
+    }
+    for (int off = W / 2; off >= 1; off /= 2) {
+      std::vector<std::string> o;
+      for (size_t i = 0; i < acc.size(); ++i) o.push_back(shuffleXor(w, acc[i], a.types[i], off));
+      acc = merge(w, a, acc, o);
+    }
+    return acc;
+  }
   for (int j = 0; j < W; ++j) {
     std::vector<std::string> part;
     for (size_t i = 0; i < s.size(); ++i) {
@@ -278,43 +306,62 @@ std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<st
     }
     acc = acc.empty() ? part : merge(w, a, acc, part);
   }
-  if (rt.cluster <= 1) return acc;
-  // Across the cluster: the row's thread 0 publishes the block's state in
-  // a fresh slot; after the cluster barrier (release / acquire) lane l of
-  // every warp reads block (l mod C)'s state through distributed shared
-  // memory, and a butterfly over groups of C lanes merges them (merges are
-  // commutative, so every lane of every block gets the same bits). Slots
-  // are never reused, so no barrier is needed after the reads (the kernel
-  // ends with one, so no block exits while a peer still reads its shared
-  // memory).
-  std::vector<std::string> own;
-  for (size_t i = 0; i < acc.size(); ++i) {
-    int sl = slot++;
-    own.push_back(w.assign("llvm.getelementptr " + rt.smem + "[" + std::to_string(sl * W) +
-                           "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64"));
+  return acc;
+}
+
+std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vector<const Acc*>& accs,
+                                                   const std::vector<std::vector<std::string>>& s,
+                                                   const ClusterThreads& ct, int& slot) {
+  const int C = ct.cluster;
+  const int W = ct.slotEntries;
+  const int slotsPer = (C + W - 1) / W;  // slots per component: C entries
+  // Entry [r] of each component's slots, r = this block's rank: where it
+  // pushes (in the peers); the local base, where it reads.
+  std::vector<std::vector<std::string>> base;  // per acc, per component: local !llvm.ptr<3>
+  for (const Acc* a : accs) {
+    base.push_back({});
+    for (size_t i = 0; i < a->types.size(); ++i) {
+      base.back().push_back(w.assign("llvm.getelementptr " + ct.smem + "[" + std::to_string(slot * W) +
+                                     "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64"));
+      slot += slotsPer;
+    }
   }
-  w.line("scf.if " + rt.first + " {");
+  if (ct.waitStart) w.line("nvvm.cluster.wait {aligned}");
+  std::string pusher = w.assign("arith.cmpi ult, " + ct.tid + ", " + w.integer(C, "i32") + " : i32");
+  w.line("scf.if " + pusher + " {");
   w.indent();
-  for (size_t i = 0; i < acc.size(); ++i)
-    w.line("llvm.store " + acc[i] + ", " + own[i] + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
-           " : i64} : " + a.types[i] + ", !llvm.ptr<3>");
+  for (size_t k = 0; k < accs.size(); ++k)
+    for (size_t i = 0; i < accs[k]->types.size(); ++i) {
+      const std::string& ty = accs[k]->types[i];
+      std::string mine = w.assign("llvm.getelementptr " + base[k][i] + "[" + ct.rank +
+                                  "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
+      std::string peer = w.assign("nvvm.mapa " + mine + ", " + ct.tid + " : !llvm.ptr<3> -> !llvm.ptr<7>");
+      w.line("llvm.store " + s[k][i] + ", " + peer + " {alignment = " + std::to_string(ty == "i64" ? 8 : 4) +
+             " : i64} : " + ty + ", !llvm.ptr<7>");
+    }
   w.dedent();
   w.line("}");
   w.line("nvvm.cluster.arrive {aligned}");
   w.line("nvvm.cluster.wait {aligned}");
-  std::string peer = w.assign("arith.andi " + rt.lane32 + ", " + w.integer(rt.cluster - 1, "i32") + " : i32");
-  std::vector<std::string> all;
-  for (size_t i = 0; i < acc.size(); ++i) {
-    std::string remote = w.assign("nvvm.mapa " + own[i] + ", " + peer + " : !llvm.ptr<3> -> !llvm.ptr<7>");
-    all.push_back(w.assign("llvm.load " + remote + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
-                           " : i64} : !llvm.ptr<7> -> " + a.types[i]));
+  std::string from = w.assign("arith.andi " + ct.lane32 + ", " + w.integer(C - 1, "i32") + " : i32");
+  std::vector<std::vector<std::string>> out;
+  for (size_t k = 0; k < accs.size(); ++k) {
+    std::vector<std::string> acc;
+    for (size_t i = 0; i < accs[k]->types.size(); ++i) {
+      const std::string& ty = accs[k]->types[i];
+      std::string p = w.assign("llvm.getelementptr " + base[k][i] + "[" + from +
+                               "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
+      acc.push_back(w.assign("llvm.load " + p + " {alignment = " + std::to_string(ty == "i64" ? 8 : 4) +
+                             " : i64} : !llvm.ptr<3> -> " + ty));
+    }
+    for (int off = C / 2; off >= 1; off /= 2) {
+      std::vector<std::string> o;
+      for (size_t i = 0; i < acc.size(); ++i) o.push_back(shuffleXor(w, acc[i], accs[k]->types[i], off));
+      acc = merge(w, *accs[k], acc, o);
+    }
+    out.push_back(acc);
   }
-  for (int off = rt.cluster / 2; off >= 1; off /= 2) {
-    std::vector<std::string> o;
-    for (size_t i = 0; i < all.size(); ++i) o.push_back(shuffleXor(w, all[i], a.types[i], off));
-    all = merge(w, a, all, o);
-  }
-  return all;
+  return out;
 }
 
 }  // namespace kiln::compiler

@@ -29,6 +29,7 @@ struct Acc {
   // Persistent variance in two passes over registers: a hidden sum (node -1)
   // gives the mean, then SqDev sums the squared deviations from it.
   int meanAcc = -1;                // SqDev: index of its hidden sum in accs_
+  int meanNode = -1;               // Welford: a mean node of the same operand it also gives
 };
 
 // How a row's threads are laid out, for the cross-thread tree.
@@ -37,11 +38,12 @@ struct RowThreads {
   std::string lane32;  // i32: lane in the warp
   std::string warp;    // i32: warp in the row
   std::string smem;    // !llvm.ptr<3>: the dynamic shared memory (T > 32)
-  // Blocks per row (a cluster along x, T > 32): after the block's tree,
-  // its state goes to its shared memory and every block merges all C
-  // blocks' states read through distributed shared memory, in rank order.
-  int cluster = 1;
-  std::string first;   // i1: the row's thread 0 (cluster > 1)
+  // How threads read the warps' partials: false: each reads all T/32 and
+  // merges them in warp order; true: lane l reads warp (l mod T/32)'s and a
+  // butterfly over T/32 lanes merges them (one load per component: fewer
+  // registers next to a held row; merges are commutative, so every lane
+  // gets the same bits).
+  bool butterflyRead = false;
 };
 
 // The state before any element.
@@ -57,10 +59,31 @@ std::vector<std::string> accumulate(MlirWriter& w, const Acc& a, const std::vect
                                     const std::string& valid, const std::string& mean);
 // The whole row's state in every thread of the row. `slot` counts the
 // shared-memory slots used so far (each component of each accumulator gets
-// its own, so one barrier per level suffices; a cluster exchange takes one
-// more slot per component).
+// its own, so one barrier per level suffices).
 std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<std::string> s, const RowThreads& rt,
                                      int& slot);
+// A row split across a cluster of blocks (sm_90+): what the exchange needs.
+struct ClusterThreads {
+  int cluster = 2;       // C: blocks per row (a cluster along x)
+  std::string tid;       // i32: thread in the block (= in the row)
+  std::string lane32;    // i32: lane in the warp
+  std::string rank;      // i32: the block's rank in the cluster
+  std::string smem;      // !llvm.ptr<3>: the dynamic shared memory
+  int slotEntries = 1;   // 8-byte entries per shared-memory slot (T / 32)
+  bool waitStart = false;  // emit the wait of the kernel's start barrier first
+};
+// The row's states from the block states `s` of accumulators `accs` (one
+// exchange for all): threads 0..C-1 push the block's states into slot
+// entry [rank] of every peer's shared memory (st.shared::cluster through
+// mapa), a cluster barrier (release / acquire), then lane l of every warp
+// reads entry (l mod C) of its own shared memory and a butterfly over C
+// lanes merges them (merges are commutative), so every thread of every
+// block of the row gets the same bits. Slots are never reused; the kernel must have
+// arrived (relaxed) at a cluster barrier at its start: the first exchange
+// waits on it (`waitStart`) before writing to peers.
+std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vector<const Acc*>& accs,
+                                                   const std::vector<std::vector<std::string>>& s,
+                                                   const ClusterThreads& ct, int& slot);
 // exp for the online log-sum-exp statistic (ex2.approx based).
 std::string expF32(MlirWriter& w, const std::string& x);
 

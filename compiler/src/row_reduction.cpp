@@ -51,6 +51,10 @@ class RowEmitter {
   int levelNeeded(int id);
   uint64_t maskOf(int id, const Frame& f) { return deps_.of(id, f); }
   bool colDep(int id, const Frame& f) { return (maskOf(id, f) >> (k_ - 1)) & 1; }
+  // A held row's variance: the mean first, then the squared deviations from
+  // it (two block trees). In a cluster, Welford's (count, mean, M2) instead,
+  // so the blocks exchange their states once.
+  bool twoPassVariance() const { return cfg_.persistent && cfg_.cluster == 1; }
   void buildAccumulators();
 
   // ---- emission
@@ -97,8 +101,7 @@ class RowEmitter {
     return accumulate(w, a, s, xs, cols, valid, a.kind == AccKind::SqDev ? hiddenMean_.at(a.meanAcc) : "");
   }
   std::vector<std::string> crossThreadAcc(MlirWriter& w, const Acc& a, const std::vector<std::string>& s) {
-    return crossThread(w, a, s, RowThreads{cfg_.threadsPerRow, lane32_, warp_, smem_, cfg_.cluster, first_},
-                       smemSlots_);
+    return crossThread(w, a, s, RowThreads{cfg_.threadsPerRow, lane32_, warp_, smem_, cfg_.cluster > 1}, smemSlots_);
   }
   std::string nAsF32(MlirWriter& w);
 
@@ -137,10 +140,11 @@ class RowEmitter {
   std::vector<std::string> outPtr_;
   std::map<int, std::string> rowValue_;  // reduction node → its value for this row
   std::string r_, t_, lane32_, warp_, smem_, tV_;  // row (i64), thread in row, lane, warp in row (i32)
-  std::string rank_, first_;  // cluster > 1: the block's rank in the row (i32); the row's thread 0 (i1)
+  std::string rank_;  // cluster > 1: the block's rank in the row (i32)
   // cluster > 1: the block's first column (i32): row pointers start there,
   // so slots' columns stay block-local; iota and arg ops add it back.
   std::string colBase_;
+  bool clusterStarted_ = false;  // the start barrier's wait is emitted (before the first exchange)
   // Flags of global loads: invariant (free to move) except, in a cluster,
   // after the row's first loads: LLVM would hoist later loads (weights,
   // biases) above the cluster barriers, and ptxas does not sink them back
@@ -206,7 +210,7 @@ int RowEmitter::levelNeeded(int id) {
   if (isReduction(n.op)) {
     if (auto it = level_.find(id); it != level_.end()) return it->second;
     int l = levelNeeded(n.inputs[0]) + 1;
-    if (cfg_.persistent && (n.op == Op::Var || n.op == Op::Std)) ++l;  // mean, then squared deviations
+    if (twoPassVariance() && (n.op == Op::Var || n.op == Op::Std)) ++l;  // mean, then squared deviations
     level_[id] = l;
     return l;
   }
@@ -225,10 +229,11 @@ void RowEmitter::buildAccumulators() {
       if (live) reds.push_back(id);
     }
   for (int id : reds) maxLevel_ = std::max(maxLevel_, levelNeeded(id));
-  // Looped form: sum(exp(a - max(a))) pairs with its max into one online
-  // pass (the running sum is rescaled when the max grows).
+  // Looped form and clusters: sum(exp(a - max(a))) pairs with its max into
+  // one online pass (the running sum is rescaled when the max grows), so a
+  // cluster exchanges (max, sum) once.
   std::map<int, int> lsePartner;  // sum node → max node
-  if (!cfg_.persistent) {
+  if (!cfg_.persistent || cfg_.cluster > 1) {
     for (int id : reds) {
       const Node& s = g_.node(id);
       if (s.op != Op::Sum) continue;
@@ -288,7 +293,7 @@ void RowEmitter::buildAccumulators() {
       default:
         throw Error("kiln: internal: reduction " + std::string(opName(n.op)));
     }
-    if (a.kind == AccKind::Welford && cfg_.persistent) {
+    if (a.kind == AccKind::Welford && twoPassVariance()) {
       // The mean of the same operand, if the graph computes it anyway
       // (layernorm's mean), else a hidden sum.
       for (size_t i = 0; i < accs_.size(); ++i)
@@ -296,7 +301,7 @@ void RowEmitter::buildAccumulators() {
             (accs_[i].node < 0 || g_.node(accs_[i].node).op == Op::Mean))
           a.meanAcc = static_cast<int>(i);
     }
-    if (a.kind == AccKind::Welford && cfg_.persistent && a.meanAcc < 0) {
+    if (a.kind == AccKind::Welford && twoPassVariance() && a.meanAcc < 0) {
       Acc mean;
       mean.kind = AccKind::Sum;
       mean.node = -1;
@@ -307,7 +312,7 @@ void RowEmitter::buildAccumulators() {
       accs_.push_back(mean);
       a.meanAcc = static_cast<int>(accs_.size()) - 1;
     }
-    if (a.kind == AccKind::Welford && cfg_.persistent) a.kind = AccKind::SqDev;
+    if (a.kind == AccKind::Welford && twoPassVariance()) a.kind = AccKind::SqDev;
     if (auto it = lsePartner.find(id); it != lsePartner.end()) {
       a.kind = AccKind::Lse;
       a.maxNode = it->second;
@@ -334,6 +339,21 @@ void RowEmitter::buildAccumulators() {
         a.types = {ct};
     }
     accs_.push_back(a);
+  }
+  // Welford's state holds the mean: a mean of the same operand at the same
+  // level (layernorm's) is taken from it instead of a tree of its own.
+  for (size_t i = 0; i < accs_.size(); ++i) {
+    if (accs_[i].kind != AccKind::Welford) continue;
+    for (size_t j = 0; j < accs_.size(); ++j) {
+      const Acc& m = accs_[j];
+      if (m.kind == AccKind::Sum && m.node >= 0 && g_.node(m.node).op == Op::Mean && m.operand == accs_[i].operand &&
+          m.level == accs_[i].level && accs_[i].meanNode < 0) {
+        accs_[i].meanNode = m.node;
+        accs_.erase(accs_.begin() + static_cast<long>(j));
+        if (j < i) --i;
+        break;
+      }
+    }
   }
   // A paired max's level is its sum's level; levels may now have gaps.
   for (const Acc& a : accs_)
@@ -552,6 +572,7 @@ void RowEmitter::finalize(MlirWriter& w, const Acc& a, const std::vector<std::st
       std::string bad = w.assign("arith.cmpf ole, " + div + ", " + w.f32(0.0) + " : f32");
       var = w.assign("arith.select " + bad + ", " + w.f32(NAN) + ", " + var + " : f32");
       rowValue_[a.node] = n.op == Op::Std ? w.assign("math.sqrt " + var + " : f32") : var;
+      if (a.meanNode >= 0) rowValue_[a.meanNode] = s[1];
       break;
     }
     case AccKind::Lse:
@@ -577,6 +598,8 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
   Ctx& c = persistentCtx_;
   elemMemo_.clear();
   int slot = 0;
+  std::vector<const Acc*> here;  // this level's accumulators and their block states
+  std::vector<std::vector<std::string>> states;
   for (const Acc& a : accs_)
     if (a.level == level) {
       std::vector<std::string> s = identity(w, a);
@@ -596,9 +619,15 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
         s = accumulateAcc(w, a, s, xs, cols, valid[j]);
       }
       (void)slot;
-      s = crossThreadAcc(w, a, s);
-      finalize(w, a, s);
+      here.push_back(&a);
+      states.push_back(crossThreadAcc(w, a, s));
     }
+  if (cfg_.cluster > 1 && !here.empty()) {
+    ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, smem_, cfg_.threadsPerRow / 32, !clusterStarted_};
+    states = clusterMerge(w, here, states, ct, smemSlots_);
+    clusterStarted_ = true;
+  }
+  for (size_t i = 0; i < here.size(); ++i) finalize(w, *here[i], states[i]);
 }
 
 // One pass over the row in chunks: a main loop of unrolled, unguarded
@@ -801,6 +830,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   rowValue_.clear();
   smemSlots_ = 0;
   colBase_.clear();
+  clusterStarted_ = false;
   loadFlags_ = ", invariant";
   const int T = cfg_.threadsPerRow;
   const int rowsPerBlock = cfg_.threads / T;
@@ -847,7 +877,9 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     r_ = pre.assign("arith.shrui " + bid + ", " + pre.integer(shift, "i64") + " : i64");
     rank_ = pre.assign("arith.trunci " + pre.assign("arith.andi " + bid + ", " + pre.integer(cfg_.cluster - 1, "i64") +
                                                     " : i64") + " : i64 to i32");
-    first_ = pre.assign("arith.cmpi eq, " + tid + ", " + pre.integer(0, "i32") + " : i32");
+    // Peers write into this block's shared memory only after every block
+    // of the cluster has started: arrive now, wait before the first push.
+    pre.line("nvvm.cluster.arrive {aligned}");  // (.relaxed needs PTX 8.0; the chip's minimum is 7.8)
     colBase_ = pre.assign("arith.muli " + rank_ + ", " + pre.integer(dom_[k_ - 1].size / cfg_.cluster, "i32") + " : i32");
   } else {
     t_ = tid;
@@ -929,11 +961,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     }
     row.dedent();
     row.line("}");
-  }
-  if (cfg_.cluster > 1) {
-    // No block leaves while a peer may still read its shared memory.
-    row.line("nvvm.cluster.arrive {aligned}");
-    row.line("nvvm.cluster.wait {aligned}");
   }
   std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, row);
   pre_ = row_ = nullptr;
