@@ -244,12 +244,17 @@ TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu]
   struct C {
     int64_t len;
     int threads, cluster;
+    bool loop;  // row_loop: resident clusters looping over rows (both halves of the exchange region)
   };
-  C c = GENERATE(C{4096, 256, 2}, C{4096, 512, 8}, C{32768, 256, 4}, C{262144, 512, 8});
-  const int64_t rows = c.len >= 262144 ? 3 : 24;
+  C c = GENERATE(C{4096, 256, 2, true}, C{4096, 512, 8, true}, C{32768, 256, 4, true}, C{32768, 256, 4, false},
+                 C{262144, 512, 8, true});
+  // More rows than clusters fit at once where the blocks are large (15
+  // clusters of 8 x 512 threads on an H200): the row loop takes several
+  // turns, through both halves of the exchange region.
+  const int64_t rows = c.len >= 262144 ? 32 : c.len >= 32768 ? 40 : 150;
   CompileOptions co;
   co.rowConfigOverride = "{\"persistent\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
-                         ", \"cluster\": " + std::to_string(c.cluster) + "}";
+                         ", \"cluster\": " + std::to_string(c.cluster) + ", \"row_loop\": " + (c.loop ? "1" : "0") + "}";
   const std::string want = "clusters of " + std::to_string(c.cluster) + " blocks";
   std::vector<test::GraphCase> cases = test::reductionSweep({"R", c.len}, {false});
   for (DType t : {DType::F32, DType::BF16})

@@ -297,6 +297,16 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       // looped (configs given by overrides or tuning are kept as given).
       bool spills = false;
       for (const ResourceReport& r : k.resources) spills = spills || r.spillStoreBytes > 0;
+      // Likewise a cluster whose row loop spills (its loop state costs a
+      // few registers at the 128-register cap of 512 threads) is rebuilt
+      // with one cluster per row.
+      if (spills && cfg.cluster > 1 && cfg.rowLoop && options.rowConfigOverride.empty() && !given) {
+        cfg.rowLoop = false;
+        rk = emitRowReduction(kp.graph, cfg, name, options.variants, smNumber(options.chip));
+        k = build(name, std::move(rk.mlir), std::move(rk.kernel));
+        spills = false;
+        for (const ResourceReport& r : k.resources) spills = spills || r.spillStoreBytes > 0;
+      }
       if (spills && cfg.persistent && cfg.threadsPerRow >= 1024 && options.rowConfigOverride.empty() && !given) {
         cfg.persistent = false;
         cfg.threadsPerRow = cfg.threads = 512;

@@ -311,19 +311,17 @@ std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<st
 
 std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vector<const Acc*>& accs,
                                                    const std::vector<std::vector<std::string>>& s,
-                                                   const ClusterThreads& ct, int& slot) {
+                                                   const ClusterThreads& ct, int& entries) {
   const int C = ct.cluster;
-  const int W = ct.slotEntries;
-  const int slotsPer = (C + W - 1) / W;  // slots per component: C entries
-  // Entry [r] of each component's slots, r = this block's rank: where it
-  // pushes (in the peers); the local base, where it reads.
-  std::vector<std::vector<std::string>> base;  // per acc, per component: local !llvm.ptr<3>
+  // Each component's C entries: where peers push (entry [rank]) and where
+  // this block reads.
+  std::vector<std::vector<std::string>> base;  // per acc, per component: !llvm.ptr<3>
   for (const Acc* a : accs) {
     base.push_back({});
     for (size_t i = 0; i < a->types.size(); ++i) {
-      base.back().push_back(w.assign("llvm.getelementptr " + ct.smem + "[" + std::to_string(slot * W) +
+      base.back().push_back(w.assign("llvm.getelementptr " + ct.exchange + "[" + std::to_string(entries) +
                                      "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64"));
-      slot += slotsPer;
+      entries += C;
     }
   }
   if (ct.waitStart) w.line("nvvm.cluster.wait {aligned}");

@@ -68,13 +68,13 @@ struct ClusterThreads {
   std::string tid;       // i32: thread in the block (= in the row)
   std::string lane32;    // i32: lane in the warp
   std::string rank;      // i32: the block's rank in the cluster
-  std::string smem;      // !llvm.ptr<3>: the dynamic shared memory
-  int slotEntries = 1;   // 8-byte entries per shared-memory slot (T / 32)
+  std::string exchange;  // !llvm.ptr<3>: this row's exchange region (8-byte entries)
   bool waitStart = false;  // emit the wait of the kernel's start barrier first
 };
 // The row's states from the block states `s` of accumulators `accs` (one
-// exchange for all): threads 0..C-1 push the block's states into slot
-// entry [rank] of every peer's shared memory (st.shared::cluster through
+// exchange for all): each component takes C entries of the exchange region
+// (from `entries` on, which it advances); threads 0..C-1 push the block's
+// states into entry [rank] of every peer's shared memory (st.shared::cluster through
 // mapa), a cluster barrier (release / acquire), then lane l of every warp
 // reads entry (l mod C) of its own shared memory and a butterfly over C
 // lanes merges them (merges are commutative), so every thread of every
@@ -83,7 +83,7 @@ struct ClusterThreads {
 // waits on it (`waitStart`) before writing to peers.
 std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vector<const Acc*>& accs,
                                                    const std::vector<std::vector<std::string>>& s,
-                                                   const ClusterThreads& ct, int& slot);
+                                                   const ClusterThreads& ct, int& entries);
 // exp for the online log-sum-exp statistic (ex2.approx based).
 std::string expF32(MlirWriter& w, const std::string& x);
 

@@ -20,7 +20,9 @@ std::string RowConfig::json() const {
   return "{\"threads_per_row\": " + std::to_string(threadsPerRow) + ", \"threads\": " + std::to_string(threads) +
          ", \"vector\": " + std::to_string(vector) + ", \"persistent\": " + (persistent ? "1" : "0") +
          ", \"unroll\": " + std::to_string(unroll) +
-         (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) : std::string()) + "}";
+         (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
+                      : std::string()) +
+         "}";
 }
 
 namespace {
@@ -145,6 +147,12 @@ class RowEmitter {
   // so slots' columns stay block-local; iota and arg ops add it back.
   std::string colBase_;
   bool clusterStarted_ = false;  // the start barrier's wait is emitted (before the first exchange)
+  // Cluster exchanges: this row's half of the exchange region (rows
+  // alternate halves, so a push for the next row never meets a peer still
+  // reading this one's), and the 8-byte entries used so far of a half.
+  std::string exchange_;
+  int exchangeEntries_ = 0;
+  static constexpr int kExchangeEntries = 256;  // per half
   // Flags of global loads: invariant (free to move) except, in a cluster,
   // after the row's first loads: LLVM would hoist later loads (weights,
   // biases) above the cluster barriers, and ptxas does not sink them back
@@ -623,8 +631,10 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
       states.push_back(crossThreadAcc(w, a, s));
     }
   if (cfg_.cluster > 1 && !here.empty()) {
-    ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, smem_, cfg_.threadsPerRow / 32, !clusterStarted_};
-    states = clusterMerge(w, here, states, ct, smemSlots_);
+    ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, exchange_, false};
+    states = clusterMerge(w, here, states, ct, exchangeEntries_);
+    if (exchangeEntries_ > kExchangeEntries)
+      throw Error("kiln: internal: a row cluster exchanges more than " + std::to_string(kExchangeEntries) + " values");
     clusterStarted_ = true;
   }
   for (size_t i = 0; i < here.size(); ++i) finalize(w, *here[i], states[i]);
@@ -831,9 +841,12 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   smemSlots_ = 0;
   colBase_.clear();
   clusterStarted_ = false;
+  exchange_.clear();
+  exchangeEntries_ = 0;
   loadFlags_ = ", invariant";
   const int T = cfg_.threadsPerRow;
   const int rowsPerBlock = cfg_.threads / T;
+  std::string clusterIdx, clusters, half;  // cluster > 1: this cluster's index, the grid's clusters, the row's half (i64)
 
   MlirWriter head;
   MlirWriter pre = head.sibling();
@@ -871,15 +884,27 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // A cluster of C consecutive blocks per row: block b holds columns
     // [rank * N/C, (rank + 1) * N/C) of row b / C, rank = b % C (the
     // cluster's CTA rank: clusters run along x).
+    // Clusters loop over rows (row = cluster + k * clusters), so a grid
+    // capped at the clusters that fit at once (config row_loop) keeps them
+    // resident instead of launching one per row.
     int shift = 0;
     while ((1 << shift) < cfg_.cluster) ++shift;
     t_ = tid;
-    r_ = pre.assign("arith.shrui " + bid + ", " + pre.integer(shift, "i64") + " : i64");
+    clusterIdx = pre.assign("arith.shrui " + bid + ", " + pre.integer(shift, "i64") + " : i64");
+    std::string grid = pre.assign("arith.index_cast " + pre.assign("gpu.grid_dim x") + " : index to i64");
+    clusters = pre.assign("arith.shrui " + grid + ", " + pre.integer(shift, "i64") + " : i64");
+    if (cfg_.rowLoop) {
+      r_ = row.fresh();
+      row.setIndent(3);
+    } else {
+      r_ = clusterIdx;  // one cluster per row
+    }
     rank_ = pre.assign("arith.trunci " + pre.assign("arith.andi " + bid + ", " + pre.integer(cfg_.cluster - 1, "i64") +
                                                     " : i64") + " : i64 to i32");
     // Peers write into this block's shared memory only after every block
-    // of the cluster has started: arrive now, wait before the first push.
-    pre.line("nvvm.cluster.arrive {aligned}");  // (.relaxed needs PTX 8.0; the chip's minimum is 7.8)
+    // of the cluster has started: a cluster barrier first.
+    pre.line("nvvm.cluster.arrive {aligned}");
+    pre.line("nvvm.cluster.wait {aligned}");
     colBase_ = pre.assign("arith.muli " + rank_ + ", " + pre.integer(dom_[k_ - 1].size / cfg_.cluster, "i32") + " : i32");
   } else {
     t_ = tid;
@@ -888,6 +913,15 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   lane32_ = pre.assign("arith.andi " + tid + ", " + pre.integer(31, "i32") + " : i32");
   warp_ = pre.assign("arith.shrui " + t_ + ", " + pre.integer(5, "i32") + " : i32");
   if (T > 32) smem_ = pre.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
+  if (cfg_.cluster > 1) {
+    // Shared memory: the two halves of the exchange region, then the block
+    // trees' slots.
+    half = cfg_.rowLoop ? row.fresh() : row.integer(0, "i64");  // the loop carries it: 0, 1, 0, ...
+    std::string first = row.assign("arith.muli " + half + ", " + row.integer(kExchangeEntries, "i64") + " : i64");
+    exchange_ = row.assign("llvm.getelementptr " + smem_ + "[" + first + "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i64");
+    smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(2 * kExchangeEntries) +
+                       "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
+  }
 
   const Dim& nd = dom_[k_ - 1];
   if (cfg_.persistent) {
@@ -961,6 +995,21 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     }
     row.dedent();
     row.line("}");
+  }
+  if (cfg_.cluster > 1 && cfg_.rowLoop) {
+    MlirWriter loop = head.sibling();
+    loop.setIndent(2);
+    std::string zero = pre.integer(0, "i64");
+    std::string rows = poly(rowsPoly);
+    loop.line(loop.fresh() + " = scf.for " + r_ + " = " + clusterIdx + " to " + rows + " step " + clusters +
+              " iter_args(" + half + " = " + zero + ") -> (i64) : i64 {");
+    std::string next = row.assign("arith.xori " + half + ", " + row.integer(1, "i64") + " : i64");
+    row.line("scf.yield " + next + " : i64");
+    loop.append(row.text());
+    loop.line("}");
+    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, loop);
+    pre_ = row_ = nullptr;
+    return text;
   }
   std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, row);
   pre_ = row_ = nullptr;
@@ -1058,6 +1107,12 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   k.launch.maxBlocks = 0;
   k.launch.cluster = cfg_.cluster;
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
+  if (cfg_.cluster > 1) {
+    k.launch.sharedBytes += 2 * kExchangeEntries * 8;
+    // row_loop: as many clusters as fit at once (the launcher asks the
+    // driver), each looping over rows; else one cluster per row.
+    if (cfg_.rowLoop) k.launch.maxBlocks = int64_t{1} << 30;
+  }
   return out;
 }
 
@@ -1272,7 +1327,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
 void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
-                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8 (sm_90+)",
+                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8 (sm_90+); row_loop: 0 or 1",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -1280,6 +1335,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "persistent" && (v == 0 || v == 1)) c.persistent = v == 1;
                           else if (key == "unroll" && v >= 1 && v <= 8) c.unroll = static_cast<int>(v);
                           else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) c.cluster = static_cast<int>(v);
+                          else if (key == "row_loop" && (v == 0 || v == 1)) c.rowLoop = v == 1;
                           else return false;
                           return true;
                         });

@@ -42,6 +42,7 @@ struct RowConfig {
   bool persistent = true;   // the row held in registers (static row length only)
   int unroll = 4;           // looped form: vectors per thread per iteration
   int cluster = 1;          // C: blocks per row (a cluster; persistent, sm_90+, N % (C*V) == 0)
+  bool rowLoop = true;      // clusters: a grid of the clusters that fit at once, looping over rows
   std::string json() const;  // "cluster" appears only when C > 1
 };
 
@@ -49,7 +50,7 @@ struct RowConfig {
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options);
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll, cluster (1, 2, 4, 8)); throws kiln::Error naming a bad key or value.
+// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1)); throws kiln::Error naming a bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
 // The schedule's config space around the heuristic's choice `h` for the
