@@ -274,7 +274,10 @@ std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
       // their precision, and a divisor that is the same along a row (a
       // softmax's sum) becomes one reciprocal per row.
       return w.assign("arith.divf " + in(0, t) + ", " + in(1, t) +
-                      (options.approxTranscendentals ? " fastmath<arcp,afn>" : "") + " : f32");
+                      (options.approxTranscendentals ? " fastmath<arcp,afn>"
+                       : options.reciprocalDivision ? " fastmath<arcp>"
+                                                    : "") +
+                      " : f32");
     case Op::Pow:
       return f ? w.assign("math.powf " + in(0, t) + ", " + in(1, t) + " : f32") : intPow(w, t, in(0, t), in(1, t));
     case Op::Maximum:

@@ -44,6 +44,11 @@ struct ElementOptions {
   // cost ~20 instructions each, enough to make a bf16 kernel compute-bound.
   // Division then takes the approximate form too.
   bool approxTranscendentals = false;
+  // f32 division may become a multiplication by the reciprocal (fastmath
+  // arcp: at most 1.5 ulp): the row schedule sets it, where a divisor that
+  // is the same along a row (a softmax's sum) becomes one division per row
+  // instead of one per element (div.rn.f32 is about ten instructions).
+  bool reciprocalDivision = false;
 };
 
 // The value of an elementwise node (unary, binary, ternary, cast) from its

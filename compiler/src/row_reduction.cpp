@@ -612,6 +612,33 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
     if (a.level == level) {
       std::vector<std::string> s = identity(w, a);
       Frame id = identityFrame(k_);
+      auto operandAt = [&](int j, int l) {
+        return convertValue(w, value(c, a.operand, id, j, l), g_.node(a.operand).dtype, a.type);
+      };
+      if (a.kind == AccKind::Lse) {
+        // A held row's (max, sum of exp(x - max)) in two passes over the
+        // registers (the thread's max, then one exp per value) instead of
+        // the online form's rescaling per chunk.
+        std::string m = w.f32(-INFINITY);
+        for (int j = 0; j < chunks; ++j)
+          for (int l = 0; l < vector_; ++l) {
+            std::string x = operandAt(j, l);
+            if (!valid[j].empty()) x = w.assign("arith.select " + valid[j] + ", " + x + ", " + w.f32(-INFINITY) + " : f32");
+            m = w.assign("arith.maximumf " + m + ", " + x + " : f32");
+          }
+        std::string ninf = w.assign("arith.cmpf oeq, " + m + ", " + w.f32(-INFINITY) + " : f32");
+        std::string ms = w.assign("arith.select " + ninf + ", " + w.f32(0.0) + ", " + m + " : f32");
+        std::string sum = w.f32(0.0);
+        for (int j = 0; j < chunks; ++j)
+          for (int l = 0; l < vector_; ++l) {
+            std::string e = expF32(w, w.assign("arith.subf " + operandAt(j, l) + ", " + ms + " : f32"));
+            if (!valid[j].empty()) e = w.assign("arith.select " + valid[j] + ", " + e + ", " + w.f32(0.0) + " : f32");
+            sum = w.assign("arith.addf " + sum + ", " + e + " : f32");
+          }
+        here.push_back(&a);
+        states.push_back(crossThreadAcc(w, a, {m, sum}));
+        continue;
+      }
       for (int j = 0; j < chunks; ++j) {
         std::vector<std::string> xs = laneValues(
             [&](int l) {
@@ -1051,6 +1078,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   buildAccumulators();
 
   elementOptions_.approxTranscendentals = true;
+  elementOptions_.reciprocalDivision = true;
   for (const GraphOutput& o : g_.outputs()) {
     DType dt = g_.node(o.node).dtype;
     if (dt != DType::BF16 && dt != DType::F16) elementOptions_.approxTranscendentals = false;
