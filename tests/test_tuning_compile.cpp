@@ -131,6 +131,25 @@ TEST_CASE("config spaces: every candidate compiles spill-free and means what it 
   }
 }
 
+TEST_CASE("config spaces: row clusters only where the target has them", "[compile][tuning]") {
+  Graph g = softmaxGraph(DType::F32, {Dim("R"), 262144});
+  compiler::CompileOptions hopper;
+  hopper.chip = "sm_90";
+  compiler::CompileOptions ampere;
+  ampere.chip = "sm_80";
+  auto withCluster = [](const compiler::KernelTuningInfo& info) {
+    return std::count_if(info.space.begin(), info.space.end(),
+                         [](const std::string& c) { return c.find("\"cluster\"") != std::string::npos; });
+  };
+  const auto h = compiler::describeKernels(g, hopper).at(0);
+  const auto a = compiler::describeKernels(g, ampere).at(0);
+  INFO("sm_90 default " << h.defaultConfig << "; sm_80 default " << a.defaultConfig);
+  CHECK(withCluster(h) >= 2);
+  CHECK(h.defaultConfig.find("\"cluster\": 8") != std::string::npos);
+  CHECK(withCluster(a) == 0);
+  CHECK(a.defaultConfig.find("cluster") == std::string::npos);
+}
+
 TEST_CASE("per-kernel configs: errors name the kernel or the schedule", "[compile][tuning]") {
   Graph g = softmaxGraph(DType::F32, {Dim("R"), 1024});
   compiler::CompileOptions o;

@@ -1329,7 +1329,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
     }
   }
   // Clusters (sm_90+): the row split over C blocks of 256 or 512 threads
-  // that each hold their part in registers.
+  // that each hold their part in registers, looping over rows or not.
   if (sm >= 90)
     for (int cl = 2; cl <= 8; cl *= 2)
       for (int t : {256, 512}) {
@@ -1343,6 +1343,8 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         c.threadsPerRow = c.threads = t;
         c.unroll = h.unroll;
         c.cluster = cl;
+        add(c);
+        c.rowLoop = false;  // one cluster per row
         add(c);
       }
   std::vector<int> ts;

@@ -126,7 +126,7 @@ struct CompileOptions {
   // Unknown keys are an error.
   std::string configOverride;
   // The same for row-reduction kernels (keys: threads_per_row, threads,
-  // vector, persistent, unroll).
+  // vector, persistent, unroll, cluster (blocks per row, sm_90+), row_loop).
   std::string rowConfigOverride;
   // The same for the Hopper matmul kernel (keys: block_n, stages, group_m).
   std::string matmulConfigOverride;
