@@ -324,7 +324,6 @@ std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vec
       entries += C;
     }
   }
-  if (ct.waitStart) w.line("nvvm.cluster.wait {aligned}");
   std::string pusher = w.assign("arith.cmpi ult, " + ct.tid + ", " + w.integer(C, "i32") + " : i32");
   w.line("scf.if " + pusher + " {");
   w.indent();

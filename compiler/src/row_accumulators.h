@@ -69,18 +69,19 @@ struct ClusterThreads {
   std::string lane32;    // i32: lane in the warp
   std::string rank;      // i32: the block's rank in the cluster
   std::string exchange;  // !llvm.ptr<3>: this row's exchange region (8-byte entries)
-  bool waitStart = false;  // emit the wait of the kernel's start barrier first
 };
 // The row's states from the block states `s` of accumulators `accs` (one
 // exchange for all): each component takes C entries of the exchange region
 // (from `entries` on, which it advances); threads 0..C-1 push the block's
-// states into entry [rank] of every peer's shared memory (st.shared::cluster through
-// mapa), a cluster barrier (release / acquire), then lane l of every warp
-// reads entry (l mod C) of its own shared memory and a butterfly over C
-// lanes merges them (merges are commutative), so every thread of every
-// block of the row gets the same bits. Slots are never reused; the kernel must have
-// arrived (relaxed) at a cluster barrier at its start: the first exchange
-// waits on it (`waitStart`) before writing to peers.
+// states into entry [rank] of every peer's shared memory
+// (st.shared::cluster through mapa), a cluster barrier (release /
+// acquire), then lane l of every warp reads entry (l mod C) of its own
+// shared memory and a butterfly over C lanes merges them (merges are
+// commutative), so every thread of every block of the row gets the same
+// bits. The caller keeps entries from being reused while a peer may still
+// read them (the row loop alternates two halves of the region), and the
+// kernel starts with a cluster barrier, so no block writes to a peer that
+// has not started.
 std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vector<const Acc*>& accs,
                                                    const std::vector<std::vector<std::string>>& s,
                                                    const ClusterThreads& ct, int& entries);

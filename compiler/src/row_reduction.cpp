@@ -146,7 +146,6 @@ class RowEmitter {
   // cluster > 1: the block's first column (i32): row pointers start there,
   // so slots' columns stay block-local; iota and arg ops add it back.
   std::string colBase_;
-  bool clusterStarted_ = false;  // the start barrier's wait is emitted (before the first exchange)
   // Cluster exchanges: this row's half of the exchange region (rows
   // alternate halves, so a push for the next row never meets a peer still
   // reading this one's), and the 8-byte entries used so far of a half.
@@ -658,11 +657,10 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
       states.push_back(crossThreadAcc(w, a, s));
     }
   if (cfg_.cluster > 1 && !here.empty()) {
-    ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, exchange_, false};
+    ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, exchange_};
     states = clusterMerge(w, here, states, ct, exchangeEntries_);
     if (exchangeEntries_ > kExchangeEntries)
       throw Error("kiln: internal: a row cluster exchanges more than " + std::to_string(kExchangeEntries) + " values");
-    clusterStarted_ = true;
   }
   for (size_t i = 0; i < here.size(); ++i) finalize(w, *here[i], states[i]);
 }
@@ -867,7 +865,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   rowValue_.clear();
   smemSlots_ = 0;
   colBase_.clear();
-  clusterStarted_ = false;
   exchange_.clear();
   exchangeEntries_ = 0;
   loadFlags_ = ", invariant";
