@@ -99,6 +99,28 @@ TEST_CASE("cross_entropy matches the reference per row and averaged, with i64 an
   }
 }
 
+// The picked logit is one load at the target's column; a target outside
+// the row (negative, like PyTorch's ignore_index -100, or >= C) picks 0,
+// as the masked sum it replaces does, and never reads out of bounds.
+TEST_CASE("cross_entropy with targets outside the row picks nothing and reads nothing out of bounds",
+          "[gpu][reduction]") {
+  test::requireGpu();
+  int64_t len = GENERATE(17, 4096, 32768);
+  DType target = GENERATE(DType::I64, DType::I32);
+  test::GraphCase c = test::crossEntropyMean(DType::BF16, target, {"R", len}, true);
+  auto prepare = [len](EvalInputs& in) {
+    HostTensor& T = in.tensors.at("targets");
+    T.set(0, -100);
+    T.set(1, len);
+    T.set(2, len - 1);
+    T.set(3, 0);
+    T.set(4, -1);
+  };
+  test::RunOptions o = optionsFor(c, 40);
+  o.prepare = prepare;
+  runAndCheck(c.graph, o);
+}
+
 // 4096 rows of 32768 bf16 values: the reference checks sampled rows (the
 // whole would take it minutes).
 TEST_CASE("row-wise composites at 4096 x 32768 in bf16 match the reference on sampled rows", "[gpu][reduction]") {

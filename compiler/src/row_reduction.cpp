@@ -129,6 +129,18 @@ class RowEmitter {
   std::set<std::string> seen_;
   std::map<int, int> level_;  // reduction node → level
   std::vector<Acc> accs_;
+  // sum(where(iota(last axis) == t, x, 0)) with t the same along the row
+  // (cross-entropy's picked logit): no accumulator, one load of x at column
+  // t per row (0 where t is outside the row, as the sum would give).
+  struct Gather {
+    int sum = -1;      // the Sum node
+    int value = -1;    // x
+    int column = -1;   // t
+    Frame columnFrame, valueFrame;
+  };
+  std::vector<Gather> gathers_;
+  bool gatherOf(int sumNode, Gather& out);
+  void emitGathers();
   int maxLevel_ = -1;
   std::vector<int> fullOutputs_, rowOutputs_;  // indices into g_.outputs()
 
@@ -258,6 +270,10 @@ void RowEmitter::buildAccumulators() {
   for (int id : reds) {
     const Node& n = g_.node(id);
     const Node& x = g_.node(n.inputs[0]);
+    if (Gather gth; gatherOf(id, gth)) {
+      gathers_.push_back(gth);
+      continue;
+    }
     Acc a;
     a.node = id;
     a.operand = n.inputs[0];
@@ -365,6 +381,67 @@ void RowEmitter::buildAccumulators() {
   // A paired max's level is its sum's level; levels may now have gaps.
   for (const Acc& a : accs_)
     if (a.kind == AccKind::Lse) level_[a.node] = a.level;
+}
+
+// sum(where(eq(iota, t), x, 0)) over the row, iota counting the row's
+// columns and t the same along the row: a gather (not in clusters, whose
+// blocks hold parts of the row).
+bool RowEmitter::gatherOf(int sumNode, Gather& out) {
+  if (cfg_.cluster > 1) return false;
+  const Node& s = g_.node(sumNode);
+  if (s.op != Op::Sum || s.dtype != DType::F32) return false;
+  const Frame id = identityFrame(k_);
+  const Node& wh = g_.node(s.inputs[0]);
+  if (wh.op != Op::Where || wh.dtype != DType::F32) return false;
+  const Node& zero = g_.node(wh.inputs[2]);
+  if (zero.op != Op::Constant || zero.fvalue != 0.0 || zero.ivalue != 0) return false;
+  const Node& eq = g_.node(wh.inputs[0]);
+  if (eq.op != Op::Eq) return false;
+  const Frame eqFrame = operandFrame(g_, wh, 0, id);
+  for (int side = 0; side < 2; ++side) {
+    const Node& io = g_.node(eq.inputs[side]);
+    if (io.op != Op::Iota || !isInteger(io.dtype)) continue;
+    const Frame ioFrame = operandFrame(g_, eq, static_cast<size_t>(side), eqFrame);
+    const Axis& ax = ioFrame[static_cast<size_t>(io.axis)];
+    if (!(ax == Axis{k_ - 1, 1, 0})) continue;
+    const int t = eq.inputs[1 - side];
+    const Frame tFrame = operandFrame(g_, eq, static_cast<size_t>(1 - side), eqFrame);
+    const Node& tn = g_.node(t);
+    if (!isInteger(tn.dtype) || tn.dtype != io.dtype || colDep(t, tFrame) || levelNeeded(t) >= 0) continue;
+    const Frame xFrame = operandFrame(g_, wh, 1, id);
+    if (levelNeeded(wh.inputs[1]) >= 0) return false;
+    out = Gather{sumNode, wh.inputs[1], t, tFrame, xFrame};
+    return true;
+  }
+  return false;
+}
+
+// Each gather's value for this row: x at column t (one scalar load), 0 where
+// t is outside [0, N).
+void RowEmitter::emitGathers() {
+  MlirWriter& w = *row_;
+  for (const Gather& gth : gathers_) {
+    const Node& tn = g_.node(gth.column);
+    std::string t = rowValue(gth.column, gth.columnFrame);
+    std::string t64 = tn.dtype == DType::I64 ? t : convertValue(w, t, tn.dtype, DType::I64);
+    const Dim& nd = dom_[k_ - 1];
+    std::string n64 = nd.isStatic() ? w.integer(nd.size, "i64") : dimArg_.at(nd.name);
+    std::string ge0 = w.assign("arith.cmpi sge, " + t64 + ", " + w.integer(0, "i64") + " : i64");
+    std::string ltN = w.assign("arith.cmpi slt, " + t64 + ", " + n64 + " : i64");
+    std::string ok = w.assign("arith.andi " + ge0 + ", " + ltN + " : i1");
+    std::string col64 = w.assign("arith.select " + ok + ", " + t64 + ", " + w.integer(0, "i64") + " : i64");
+    Ctx c;
+    c.w = row_;
+    std::map<std::string, std::string> memo;
+    c.memo = &memo;
+    c.cols = {w.assign("arith.trunci " + col64 + " : i64 to i32")};
+    const int savedVector = vector_;
+    vector_ = 1;  // a scalar load at one column
+    std::string v = value(c, gth.value, gth.valueFrame, 0, 0);
+    vector_ = savedVector;
+    v = convertValue(w, v, g_.node(gth.value).dtype, DType::F32);
+    rowValue_[gth.sum] = w.assign("arith.select " + ok + ", " + v + ", " + w.f32(0.0) + " : f32");
+  }
 }
 
 // ------------------------------------------------------------- emission helpers
@@ -779,9 +856,21 @@ void RowEmitter::levelLooped(int level) {
   auto states = loopOver(init, types, [&](Ctx& c, const std::vector<std::vector<std::string>>& st, int slots) {
     std::vector<std::vector<std::string>> s = st;
     MlirWriter& b = *c.w;
+    // The online (max, sum of exp) takes the whole step's values at once:
+    // one rescale of the running sum per step, not per vector.
+    for (size_t i = 0; i < here.size(); ++i) {
+      const Acc& a = *here[i];
+      if (a.kind != AccKind::Lse) continue;
+      std::vector<std::string> xs;
+      for (int u = 0; u < slots; ++u)
+        for (int l = 0; l < vector_; ++l)
+          xs.push_back(convertValue(b, value(c, a.operand, id, u, l), g_.node(a.operand).dtype, a.type));
+      s[i] = accumulateAcc(b, a, s[i], xs, {}, "");
+    }
     for (int u = 0; u < slots; ++u)
       for (size_t i = 0; i < here.size(); ++i) {
         const Acc& a = *here[i];
+        if (a.kind == AccKind::Lse) continue;
         std::vector<std::string> xs, cols;
         for (int l = 0; l < vector_; ++l) {
           xs.push_back(convertValue(b, value(c, a.operand, id, u, l), g_.node(a.operand).dtype, a.type));
@@ -983,10 +1072,12 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (cfg_.cluster == 1 || perRow(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
     if (cfg_.cluster > 1) loadFlags_.clear();
+    emitGathers();
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
     elemMemo_.clear();
     for (int j = 0; j < chunks && !fullOutputs_.empty(); ++j) storeFull(persistentCtx_, j, valid[j]);
   } else {
+    emitGathers();
     for (int level = 0; level <= maxLevel_; ++level) levelLooped(level);
     if (!fullOutputs_.empty())
       loopOver({}, {}, [&](Ctx& c, const std::vector<std::vector<std::string>>&, int slots) {
