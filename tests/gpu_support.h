@@ -34,12 +34,7 @@ inline void requireGpu() {
 }
 
 // Whether the current GPU has thread-block clusters (sm_90 or newer).
-inline bool hasClusters() {
-  const std::string arch = rt::Device::current().basics().arch();  // "sm_90"
-  int sm = 0;
-  for (size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) sm = sm * 10 + (arch[i] - '0');
-  return sm >= 90;
-}
+inline bool hasClusters() { return rt::Device::current().basics().ccMajor >= 9; }
 
 // Relative tolerance by output dtype (with an absolute floor of the same
 // size near zero); integers and bools must match exactly.

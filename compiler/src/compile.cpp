@@ -21,6 +21,7 @@
 #include "kiln/compiler/nvrtc.h"
 #include "matmul.h"
 #include "matmul_sm90.h"
+#include "kernel_text.h"
 #include "planner.h"
 #include "pointwise.h"
 #include "row_reduction.h"
@@ -118,13 +119,6 @@ RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long 
   applyRowOverride(cfg, options.rowConfigOverride);
   applyKernelConfig(options, i, [&](const std::string& j) { applyRowOverride(cfg, j); });
   return cfg;
-}
-
-// The SM number of a chip name ("sm_90a" -> 90).
-int smNumber(const std::string& chip) {
-  int sm = 0;
-  for (size_t i = 3; i < chip.size() && std::isdigit(static_cast<unsigned char>(chip[i])); ++i) sm = sm * 10 + (chip[i] - '0');
-  return sm;
 }
 
 // Hopper (sm_90) takes the TMA + wgmma kernel where its layout rules hold;
@@ -288,30 +282,34 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       PointwiseKernel pk = emitPointwise(kp.graph, group, cfg, name, options.variants);
       k = build(name, std::move(pk.mlir), std::move(pk.kernel));
     } else {
+      const int sm = smNumber(options.chip);
+      auto buildRow = [&](const RowConfig& c) {
+        RowKernel rk = emitRowReduction(kp.graph, c, name, options.variants, sm);
+        return build(name, std::move(rk.mlir), std::move(rk.kernel));
+      };
+      auto spills = [](const CompiledKernel& ck) {
+        return std::any_of(ck.resources.begin(), ck.resources.end(),
+                           [](const ResourceReport& r) { return r.spillStoreBytes > 0; });
+      };
       RowConfig cfg = rowConfigOf(kp, options, i);
-      RowKernel rk = emitRowReduction(kp.graph, cfg, name, options.variants, smNumber(options.chip));
-      k = build(name, std::move(rk.mlir), std::move(rk.kernel));
-      // A persistent row of 1024 threads (64 registers each) that spills is
-      // slower than the looped form: the heuristic's register estimate is
-      // checked against ptxas's report, and only then is the kernel rebuilt
-      // looped (configs given by overrides or tuning are kept as given).
-      bool spills = false;
-      for (const ResourceReport& r : k.resources) spills = spills || r.spillStoreBytes > 0;
-      // Likewise a cluster whose row loop spills (its loop state costs a
-      // few registers at the 128-register cap of 512 threads) is rebuilt
-      // with one cluster per row.
-      if (spills && cfg.cluster > 1 && cfg.rowLoop && options.rowConfigOverride.empty() && !given) {
+      k = buildRow(cfg);
+      // The heuristic's register estimates are checked against ptxas's
+      // report; a kernel that spills is rebuilt in the next form down
+      // (configs given by overrides or tuning are kept as given):
+      //  - a cluster whose row loop spills (its loop state costs a few
+      //    registers at the 128-register cap of 512 threads): one cluster
+      //    per row;
+      //  - a persistent row of 1024 threads (64 registers each): the looped
+      //    form, faster than a spilling held row.
+      const bool heuristic = options.rowConfigOverride.empty() && !given;
+      if (heuristic && cfg.cluster > 1 && cfg.rowLoop && spills(k)) {
         cfg.rowLoop = false;
-        rk = emitRowReduction(kp.graph, cfg, name, options.variants, smNumber(options.chip));
-        k = build(name, std::move(rk.mlir), std::move(rk.kernel));
-        spills = false;
-        for (const ResourceReport& r : k.resources) spills = spills || r.spillStoreBytes > 0;
+        k = buildRow(cfg);
       }
-      if (spills && cfg.persistent && cfg.threadsPerRow >= 1024 && options.rowConfigOverride.empty() && !given) {
+      if (heuristic && cfg.persistent && cfg.threadsPerRow >= 1024 && spills(k)) {
         cfg.persistent = false;
         cfg.threadsPerRow = cfg.threads = 512;
-        rk = emitRowReduction(kp.graph, cfg, name, options.variants, smNumber(options.chip));
-        k = build(name, std::move(rk.mlir), std::move(rk.kernel));
+        k = buildRow(cfg);
       }
     }
     k.compileMs = msSince(tk) + planMs / numKernels;

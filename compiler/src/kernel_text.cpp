@@ -6,6 +6,12 @@
 
 namespace kiln::compiler {
 
+int smNumber(const std::string& chip) {
+  int sm = 0;
+  for (size_t i = 3; i < chip.size() && chip[i] >= '0' && chip[i] <= '9'; ++i) sm = sm * 10 + (chip[i] - '0');
+  return sm;
+}
+
 KernelParams kernelParams(const Graph& g, const std::vector<int>& inputs, size_t numOutputs,
                           const std::vector<std::string>& dims, const std::vector<int>& scalars) {
   KernelParams p;

@@ -15,6 +15,9 @@
 
 namespace kiln::compiler {
 
+// The SM number of a chip name ("sm_90a" -> 90; 0 if it has none).
+int smNumber(const std::string& chip);
+
 struct KernelParams {
   std::string signature;                       // "%arg0: !llvm.ptr<1> {...}, ..."
   std::map<int, std::string> argOf;            // input and scalar nodes → their argument

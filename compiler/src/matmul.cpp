@@ -212,6 +212,15 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
     }
     return v.at(id);
   };
+  // A pair of adjacent values of output `id` stored at `dst` in one access
+  // (4 bytes for 16-bit floats, 8 for f32); empty for other dtypes.
+  auto pairStore = [&](const std::string& dst, int id, DType t) -> std::string {
+    if (t == DType::BF16 || t == DType::F16)
+      return "*(unsigned*)(" + dst + ") = " + (t == DType::BF16 ? "kiln_pack_bf16x2(" : "kiln_pack_f16x2(") +
+             stored(pv0, id) + ", " + stored(pv1, id) + ");\n";
+    if (t == DType::F32) return "*(float2*)(" + dst + ") = make_float2(" + pv0.at(id) + ", " + pv1.at(id) + ");\n";
+    return "";
+  };
   std::string single0, single1, pair;
   for (size_t o = 0; o < g.outputs().size(); ++o) {
     const int id = g.outputs()[o].node;
@@ -219,14 +228,10 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
     const std::string& ptr = outPtr[o];
     single0 += "      " + ptr + "[o] = " + cudaStoreValue(stored(v0, id), t) + ";\n";
     single1 += "        " + ptr + "[o + 1] = " + cudaStoreValue(stored(v1, id), t) + ";\n";
-    if (t == DType::BF16 || t == DType::F16)
-      pair += "      *(unsigned*)(" + ptr + " + o) = " + (t == DType::BF16 ? "kiln_pack_bf16x2(" : "kiln_pack_f16x2(") +
-              stored(pv0, id) + ", " + stored(pv1, id) + ");\n";
-    else if (t == DType::F32)
-      pair += "      *(float2*)(" + ptr + " + o) = make_float2(" + pv0.at(id) + ", " + pv1.at(id) + ");\n";
-    else
-      pair += "      " + ptr + "[o] = " + cudaStoreValue(pv0.at(id), t) + "; " + ptr + "[o + 1] = " +
-              cudaStoreValue(pv1.at(id), t) + ";\n";
+    const std::string both = pairStore(ptr + " + o", id, t);
+    pair += both.empty() ? "      " + ptr + "[o] = " + cudaStoreValue(pv0.at(id), t) + "; " + ptr + "[o + 1] = " +
+                               cudaStoreValue(pv1.at(id), t) + ";\n"
+                         : "      " + both;
   }
   std::string batchCoords;
   if (!sig.batch.empty()) {
@@ -265,14 +270,11 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
       const DType t = g.node(id).dtype;
       const int size = static_cast<int>(dtypeSize(t));
       const std::string at = "st + " + std::to_string(offset) + " + kiln_swizzle128(r, cc * " + std::to_string(size) + ")";
-      if (t == DType::BF16 || t == DType::F16)
-        st += "    *(unsigned*)(" + at + ") = " + (t == DType::BF16 ? "kiln_pack_bf16x2(" : "kiln_pack_f16x2(") +
-              stored(pv0, id) + ", " + stored(pv1, id) + ");\n";
-      else if (t == DType::F32)
-        st += "    *(float2*)(" + at + ") = make_float2(" + pv0.at(id) + ", " + pv1.at(id) + ");\n";
-      else
+      const std::string both = pairStore(at, id, t);
+      if (both.empty())
         throw Error("kiln: internal: a staged matmul epilogue stores bf16, f16 or f32, not " +
                     std::string(dtypeName(t)));
+      st += "    " + both;
       offset += 64 * 64 * size;
     }
     e += "  // The same into shared memory for a TMA store (tiles wholly inside the output).\n"

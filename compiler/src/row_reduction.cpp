@@ -155,9 +155,13 @@ class RowEmitter {
   std::map<int, std::string> rowValue_;  // reduction node → its value for this row
   std::string r_, t_, lane32_, warp_, smem_, tV_;  // row (i64), thread in row, lane, warp in row (i32)
   std::string rank_;  // cluster > 1: the block's rank in the row (i32)
-  // cluster > 1: the block's first column (i32): row pointers start there,
-  // so slots' columns stay block-local; iota and arg ops add it back.
-  std::string colBase_;
+  // cluster > 1: the block's first column (i32, and i64): row pointers
+  // start there, so slots' columns stay block-local; iota and arg ops add it
+  // back (rowColumn).
+  std::string colBase_, colBase64_;
+  std::string rowColumn(MlirWriter& w, const std::string& col) {
+    return colBase_.empty() ? col : w.assign("arith.addi " + col + ", " + colBase_ + " : i32");
+  }
   // Cluster exchanges: this row's half of the exchange region (rows
   // alternate halves, so a push for the next row never meets a peer still
   // reading this one's), and the 8-byte entries used so far of a half.
@@ -475,9 +479,8 @@ std::string RowEmitter::rowPtr(const Access& a, DType dt) {
     std::string term = row_->assign("arith.muli " + leadIndex(j) + ", " + poly(a.strides[j]) + " : i64");
     off = off.empty() ? term : row_->assign("arith.addi " + off + ", " + term + " : i64");
   }
-  if (!colBase_.empty() && !a.strides[k_ - 1].isZero()) {
-    std::string term = row_->assign("arith.muli " + row_->assign("arith.extui " + colBase_ + " : i32 to i64") + ", " +
-                                    poly(a.strides[k_ - 1]) + " : i64");
+  if (!colBase64_.empty() && !a.strides[k_ - 1].isZero()) {
+    std::string term = row_->assign("arith.muli " + colBase64_ + ", " + poly(a.strides[k_ - 1]) + " : i64");
     off = off.empty() ? term : row_->assign("arith.addi " + off + ", " + term + " : i64");
   }
   std::string p = argOf_.at(a.node);
@@ -580,8 +583,7 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
       } else {
         std::string base;
         if (a.src == k_ - 1) {
-          base = c.cols[slot];
-          if (!colBase_.empty()) base = w.assign("arith.addi " + base + ", " + colBase_ + " : i32");
+          base = rowColumn(w, c.cols[slot]);
           if (lane) base = w.assign("arith.addi " + base + ", " + w.integer(lane, "i32") + " : i32");
           base = w.assign("arith.extui " + base + " : i32 to i64");
         } else {
@@ -692,27 +694,18 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
         return convertValue(w, value(c, a.operand, id, j, l), g_.node(a.operand).dtype, a.type);
       };
       if (a.kind == AccKind::Lse) {
-        // A held row's (max, sum of exp(x - max)) in two passes over the
-        // registers (the thread's max, then one exp per value) instead of
-        // the online form's rescaling per chunk.
-        std::string m = w.f32(-INFINITY);
+        // A held row's (max, sum of exp(x - max)) folds every value the
+        // thread holds at once (its max, then one exp per value) instead of
+        // rescaling per chunk; columns past the row count as -inf.
+        std::vector<std::string> xs;
         for (int j = 0; j < chunks; ++j)
           for (int l = 0; l < vector_; ++l) {
             std::string x = operandAt(j, l);
             if (!valid[j].empty()) x = w.assign("arith.select " + valid[j] + ", " + x + ", " + w.f32(-INFINITY) + " : f32");
-            m = w.assign("arith.maximumf " + m + ", " + x + " : f32");
-          }
-        std::string ninf = w.assign("arith.cmpf oeq, " + m + ", " + w.f32(-INFINITY) + " : f32");
-        std::string ms = w.assign("arith.select " + ninf + ", " + w.f32(0.0) + ", " + m + " : f32");
-        std::string sum = w.f32(0.0);
-        for (int j = 0; j < chunks; ++j)
-          for (int l = 0; l < vector_; ++l) {
-            std::string e = expF32(w, w.assign("arith.subf " + operandAt(j, l) + ", " + ms + " : f32"));
-            if (!valid[j].empty()) e = w.assign("arith.select " + valid[j] + ", " + e + ", " + w.f32(0.0) + " : f32");
-            sum = w.assign("arith.addf " + sum + ", " + e + " : f32");
+            xs.push_back(x);
           }
         here.push_back(&a);
-        states.push_back(crossThreadAcc(w, a, {m, sum}));
+        states.push_back(crossThreadAcc(w, a, accumulateAcc(w, a, s, xs, {}, "")));
         continue;
       }
       for (int j = 0; j < chunks; ++j) {
@@ -723,7 +716,7 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
             vector_);
         std::vector<std::string> cols;
         if (a.kind == AccKind::ArgMax || a.kind == AccKind::ArgMin) {
-          std::string c0 = colBase_.empty() ? c.cols[j] : w.assign("arith.addi " + c.cols[j] + ", " + colBase_ + " : i32");
+          std::string c0 = rowColumn(w, c.cols[j]);
           for (int l = 0; l < vector_; ++l)
             cols.push_back(l ? w.assign("arith.addi " + c0 + ", " + w.integer(l, "i32") + " : i32") : c0);
         }
@@ -914,8 +907,7 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
       base = it->second;
     } else {
       std::string off = row_->assign("arith.muli " + r_ + ", " + poly(Poly::of(dom_[k_ - 1])) + " : i64");
-      if (!colBase_.empty())
-        off = row_->assign("arith.addi " + off + ", " + row_->assign("arith.extui " + colBase_ + " : i32 to i64") + " : i64");
+      if (!colBase64_.empty()) off = row_->assign("arith.addi " + off + ", " + colBase64_ + " : i64");
       base = row_->assign("llvm.getelementptr inbounds " + stores[i].first + "[" + off +
                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
       rowMemo_[key] = base;
@@ -954,6 +946,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   rowValue_.clear();
   smemSlots_ = 0;
   colBase_.clear();
+  colBase64_.clear();
   exchange_.clear();
   exchangeEntries_ = 0;
   loadFlags_ = ", invariant";
@@ -1019,6 +1012,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     pre.line("nvvm.cluster.arrive {aligned}");
     pre.line("nvvm.cluster.wait {aligned}");
     colBase_ = pre.assign("arith.muli " + rank_ + ", " + pre.integer(dom_[k_ - 1].size / cfg_.cluster, "i32") + " : i32");
+    colBase64_ = pre.assign("arith.extui " + colBase_ + " : i32 to i64");
   } else {
     t_ = tid;
     r_ = bid;
@@ -1268,13 +1262,6 @@ bool streamsOnce(const Graph& g, const Shape& domain) {
 
 }  // namespace
 
-// The SM number of a chip name ("sm_90a" -> 90; 0 if unreadable).
-static int smOf(const std::string& chip) {
-  int sm = 0;
-  for (size_t i = 3; i < chip.size() && chip[i] >= '0' && chip[i] <= '9'; ++i) sm = sm * 10 + (chip[i] - '0');
-  return sm;
-}
-
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   RowConfig c;
   Shape d = domainOf(g);
@@ -1338,7 +1325,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // cluster of C blocks of 512 threads (the same per-block shape as the
   // 512 x 64 rows measured best above), each holding N/C columns; the row
   // is then read once instead of two or three times by the looped form.
-  if (!fits(T) && smOf(options.chip) >= 90) {
+  if (!fits(T) && smNumber(options.chip) >= 90) {
     auto fitsPart = [&](int64_t parts) {
       int64_t seg = N / parts;
       int64_t vpt = (seg + 512 * c.vector - 1) / (512 * c.vector) * c.vector;
