@@ -8,10 +8,12 @@ each case's cubin and its launch), kiln's own kernel for each case is also
 timed here, by the same do_bench on the same kind of tensors, launched
 through the driver (ctypes), so kiln and torch.compile are measured by one
 method in one process ("kiln (do_bench)")."""
-import ctypes, json, os, sys, time
+import json, os, sys, time
 import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
+
+import kiln_kernels
 
 results = []
 
@@ -25,48 +27,7 @@ def chain6(x):
     c = torch.exp(c * -0.5)
     return c * 2.0 - 1.0
 
-class KilnKernels:
-    """The exported kiln kernels by op name, launched with cuLaunchKernel."""
-
-    def __init__(self, folder):
-        self.folder = folder
-        self.cuda = ctypes.CDLL("libcuda.so.1")
-        self.by_op = {}
-        with open(os.path.join(folder, "kernels.jsonl")) as f:
-            for line in f:
-                k = json.loads(line)
-                self.by_op[k["op"]] = k
-        self.modules = []
-
-    def check(self, r, what):
-        if r != 0:
-            raise RuntimeError(f"{what} failed with CUresult {r}")
-
-    def launcher(self, op, tensors):
-        """A function launching the case's kernel on `tensors` (by name), or None."""
-        k = self.by_op.get(op)
-        if k is None:
-            return None
-        data = open(os.path.join(self.folder, k["cubin"]), "rb").read()
-        mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
-        self.check(self.cuda.cuModuleLoadData(ctypes.byref(mod), data), "cuModuleLoadData")
-        self.modules.append(mod)
-        self.check(self.cuda.cuModuleGetFunction(ctypes.byref(fn), mod, k["entry"].encode()), "cuModuleGetFunction")
-        ptrs = [ctypes.c_void_p(tensors[t["name"]].data_ptr()) for t in k["tensors"]]
-        params = (ctypes.c_void_p * len(ptrs))(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in ptrs])
-        grid, block, shared = k["grid"], k["block"], k["shared"]
-        cuda = self.cuda
-
-        def launch():
-            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-            r = cuda.cuLaunchKernel(fn, ctypes.c_uint(grid), 1, 1, ctypes.c_uint(block), 1, 1, ctypes.c_uint(shared),
-                                    stream, params, None)
-            if r != 0:
-                raise RuntimeError(f"cuLaunchKernel failed with CUresult {r}")
-        launch.keep = (ptrs, params)
-        return launch
-
-kiln = KilnKernels(os.environ["KILN_KERNELS"]) if os.environ.get("KILN_KERNELS") else None
+kiln = kiln_kernels.from_env()
 
 def run(M, N, dtype):
     es = torch.tensor([], dtype=dtype).element_size()
@@ -89,14 +50,13 @@ def run(M, N, dtype):
                f"(cold compile {cold:.1f} s)")
         launch = None
         if kiln is not None:
-            out = torch.full_like(want, float("nan"))
             tensors = dict(zip(names, args))
-            for k in kiln.by_op.get(op, {}).get("tensors", []):
-                if k["output"]:
-                    tensors[k["name"]] = out
+            outs = kiln.outputs(op)
+            tensors.update(outs)
             launch = kiln.launcher(op, tensors)
         if launch is not None:
             launch(); torch.cuda.synchronize()
+            out = next(iter(outs.values()))
             err = (out.float() - want.float()).abs().max().item()
             # torch.compile again, then kiln, then torch.compile: both see the same machine state.
             report(op, "torch.compile", do_bench(lambda: c(*args), warmup=25, rep=200, return_mode="median"), nbytes,
@@ -104,8 +64,47 @@ def run(M, N, dtype):
             report(op, "kiln (do_bench)", do_bench(launch, warmup=25, rep=200, return_mode="median"), nbytes,
                    f"(max |kiln - torch.compile| {err:.2e})")
 
+def variants(M, N, dtype, rounds=3):
+    """`variants` mode: for x + y and x*y + z, torch.compile and every
+    exported kiln variant of the case (bench_pointwise variants), timed in
+    `rounds` rounds in turn; then the median of each over the rounds."""
+    es = torch.tensor([], dtype=dtype).element_size()
+    x, y, z = (torch.randn(M, N, device="cuda", dtype=dtype) for _ in range(3))
+    tag = f"{M}x{N} {str(dtype).replace('torch.', '')}"
+    MN = M * N * es
+    for name, fn, args, nbytes, names in [("add", lambda a, c: a + c, (x, y), 3 * MN, ["x", "y"]),
+                                         ("fma x*y+z", lambda a, c, d: a * c + d, (x, y, z), 4 * MN, ["x", "y", "z"])]:
+        op = f"{name} [{tag}]"
+        c = torch.compile(fn)
+        want = c(*args)
+        timed = {"torch.compile": lambda: c(*args)}
+        for v in kiln.variants(op):
+            tensors = dict(zip(names, args))
+            outs = kiln.outputs(v)
+            tensors.update(outs)
+            launch = kiln.launcher(v, tensors)
+            launch(); torch.cuda.synchronize()
+            err = (next(iter(outs.values())).float() - want.float()).abs().max().item()
+            label = "kiln " + (v[len(op):].strip() or "(heuristic)")
+            print(f"{op:34s} {label:40s} max |kiln - torch.compile| {err:.2e}", flush=True)
+            timed[label] = launch
+        samples = {k: [] for k in timed}
+        for r in range(rounds):
+            for label, f in timed.items():
+                samples[label].append(do_bench(f, warmup=25, rep=200, return_mode="median"))
+        for label, ms in samples.items():
+            ms.sort()
+            med = ms[len(ms) // 2]
+            report(op, label, med, nbytes, "rounds " + " ".join(f"{m*1e3:.1f}" for m in ms))
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
+    if sys.argv[1:] == ["variants"]:
+        if kiln is None:
+            sys.exit("anchors_pointwise.py variants: set KILN_KERNELS to bench_pointwise variants' export folder")
+        variants(32768, 4096, torch.float32)
+        variants(32768, 4096, torch.bfloat16)
+        sys.exit(0)
     run(32768, 4096, torch.bfloat16)
     run(32768, 4096, torch.float32)
     run(1024, 262144, torch.float32)

@@ -25,6 +25,8 @@ import torch, triton, triton.language as tl
 import torch.nn.functional as F
 from triton.testing import do_bench
 
+import kiln_kernels
+
 T0 = time.perf_counter()
 BUDGET_S = float(os.environ.get("KILN_ANCHOR_BUDGET_S", "330"))
 FILTERS = sys.argv[1:]
@@ -36,6 +38,8 @@ import torch._dynamo
 for _name in ("recompile_limit", "cache_size_limit"):
     if hasattr(torch._dynamo.config, _name):
         setattr(torch._dynamo.config, _name, 256)
+
+kiln = kiln_kernels.from_env()
 
 def elapsed():
     return time.perf_counter() - T0
@@ -159,7 +163,9 @@ def tag(M, N, dtype):
 def wanted(op):
     return not FILTERS or any(f in op for f in FILTERS)
 
-def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False):
+def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None):
+    """`names`: kiln's input names for `args` (bench_reduction's graphs), to
+    time kiln's exported kernel of the case here too (KILN_KERNELS)."""
     if not wanted(op):
         return
     report(op, "eager", bench(lambda: eager_fn(*args)), nbytes)
@@ -172,6 +178,16 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False):
                cold_compile_s=round(cold, 2))
         if small:
             report(op, "torch.compile", back_to_back(lambda: c(*args)), nbytes, NOFLUSH, flushed=False)
+    if kiln is not None and names is not None and op in kiln.by_op:
+        tensors = dict(zip(names, args))
+        outs = kiln.outputs(op)
+        tensors.update(outs)
+        launch = kiln.launcher(op, tensors)
+        launch(); torch.cuda.synchronize()
+        ref = eager_fn(*[a.float() if a.is_floating_point() else a for a in args])
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        err = max((o.float() - r.float()).abs().max().item() for o, r in zip(outs.values(), ref))
+        report(op, "kiln (do_bench)", bench(launch), nbytes, f"(max abs err {err:.1e}; kiln's exported cubin)")
     if triton_fn is not None:
         out = triton_fn(*args)
         ref = eager_fn(*[a.float() for a in args]).float()
@@ -190,13 +206,14 @@ def run_rows(M, N, dtype):
     x = uniform((M, N), dtype, -2, 2)
     w = uniform((N,), dtype, -1, 1); b = uniform((N,), dtype, -1, 1)
     small_rows = N <= 65536  # the Triton kernels hold one row in registers
-    run_case(f"softmax(-1) [{t}]", softmax, (x,), 2 * MN, triton_softmax if small_rows else None)
-    run_case(f"layernorm [{t}]", layernorm, (x, w, b), 2 * MN + 2 * N * es)
-    run_case(f"rmsnorm [{t}]", rmsnorm, (x, w), 2 * MN + N * es, triton_rmsnorm if small_rows else None)
-    run_case(f"sum(-1) [{t}]", rowsum, (x,), MN + M * es)
+    run_case(f"softmax(-1) [{t}]", softmax, (x,), 2 * MN, triton_softmax if small_rows else None, names=["x"])
+    run_case(f"layernorm [{t}]", layernorm, (x, w, b), 2 * MN + 2 * N * es, names=["x", "w", "b"])
+    run_case(f"rmsnorm [{t}]", rmsnorm, (x, w), 2 * MN + N * es, triton_rmsnorm if small_rows else None,
+             names=["x", "w"])
+    run_case(f"sum(-1) [{t}]", rowsum, (x,), MN + M * es, names=["x"])
     if M == 32768 and N == 4096 and dtype == torch.bfloat16:
         r = uniform((M, N), dtype, -2, 2)
-        run_case(f"residual+rmsnorm [{t}]", residual_rmsnorm, (x, r, w), 4 * MN + N * es)
+        run_case(f"residual+rmsnorm [{t}]", residual_rmsnorm, (x, r, w), 4 * MN + N * es, names=["x", "r", "w"])
         del r
     del x
 
@@ -213,8 +230,9 @@ def run_small(M):
     t = tag(M, 4096, torch.bfloat16)
     x = uniform((M, 4096), torch.bfloat16, -2, 2)
     w = uniform((4096,), torch.bfloat16, -1, 1)
-    run_case(f"softmax(-1) [{t}]", softmax, (x,), 2 * M * 4096 * 2, triton_softmax, small=True)
-    run_case(f"rmsnorm [{t}]", rmsnorm, (x, w), 2 * M * 4096 * 2 + 4096 * 2, triton_rmsnorm, small=True)
+    run_case(f"softmax(-1) [{t}]", softmax, (x,), 2 * M * 4096 * 2, triton_softmax, small=True, names=["x"])
+    run_case(f"rmsnorm [{t}]", rmsnorm, (x, w), 2 * M * 4096 * 2 + 4096 * 2, triton_rmsnorm, small=True,
+             names=["x", "w"])
 
 def run_copy():
     a = torch.empty(1 << 30, device=dev, dtype=torch.uint8).fill_(1); b = torch.empty_like(a)

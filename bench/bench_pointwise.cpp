@@ -56,39 +56,7 @@ struct Inputs {
   std::map<std::string, rt::DeviceBuffer> dev;
 };
 
-// KILN_EXPORT_KERNELS=DIR: each case's kernel (single-kernel graphs) as
-// DIR/kN.cubin plus a line of DIR/kernels.jsonl (case, entry, grid, block,
-// shared memory, tensors in parameter order), so that
-// bench/anchors_pointwise.py can time the same cubin with
-// triton.testing.do_bench in the process that times torch.compile: one
-// method for both.
-void exportKernel(const std::string& op, const Kernel& k) {
-  const char* dir = std::getenv("KILN_EXPORT_KERNELS");
-  if (!dir || k.compiled().kernels.size() != 1) return;
-  static int n = 0;
-  const compiler::CompiledKernel& ck = k.compiled().kernels[0];
-  const compiler::KernelEntry* entry = nullptr;
-  for (const compiler::KernelEntry& e : ck.entries)
-    if (e.vectorized) entry = &e;
-  if (!entry || !ck.dims.empty() || !ck.scalars.empty() || !ck.launch.tile.empty()) return;
-  int64_t total = 1;
-  for (const Dim& d : ck.launch.iterShape) total *= d.size;
-  int64_t grid = (total + ck.launch.elementsPerBlock - 1) / ck.launch.elementsPerBlock;
-  if (ck.launch.maxBlocks > 0 && grid > ck.launch.maxBlocks) grid = ck.launch.maxBlocks;
-  const std::string file = "k" + std::to_string(n++) + ".cubin";
-  std::ofstream(std::string(dir) + "/" + file, std::ios::binary).write(ck.cubin.data(), static_cast<std::streamsize>(ck.cubin.size()));
-  std::string tensors;
-  for (const compiler::KernelTensor& t : ck.tensors) {
-    std::string shape;
-    for (const Dim& d : t.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d.size);
-    tensors += std::string(tensors.empty() ? "" : ", ") + "{\"name\": \"" + t.name + "\", \"dtype\": \"" +
-               std::string(dtypeName(t.dtype)) + "\", \"shape\": [" + shape + "], \"output\": " + (t.output ? "true" : "false") + "}";
-  }
-  std::ofstream(std::string(dir) + "/kernels.jsonl", std::ios::app)
-      << "{\"op\": \"" << op << "\", \"cubin\": \"" << file << "\", \"entry\": \"" << entry->name
-      << "\", \"grid\": " << grid << ", \"block\": " << ck.launch.threadsPerBlock
-      << ", \"shared\": " << ck.launch.sharedBytes << ", \"tensors\": [" << tensors << "]}\n";
-}
+using bench::exportKernel;
 
 void benchCase(const std::string& name, const Builder& build, Inputs& in, const char* tag,
                const std::string& override = "") {
@@ -161,7 +129,8 @@ void benchCase(const std::string& name, const Builder& build, Inputs& in, const 
                 "\"correct\": %s, \"config\": %s}",
                 name.c_str(), tag, r.medianUs, r.p95Us, tbps, ok ? "true" : "false", cfg.c_str());
   record(buf);
-  if (override.empty()) exportKernel(name + " [" + tag + "]", k);
+  // Variants (an override) under the case's name followed by the override.
+  exportKernel(name + " [" + tag + "]" + (override.empty() ? "" : " " + override), k);
   if (!tuningDb || !override.empty()) return;
   // KILN_BENCH_TUNE: the same check and timing with the tuner's config.
   CompileOptions to;
@@ -195,7 +164,17 @@ const char* kSweep[] = {
     R"({"threads": 64})", R"({"unroll": 2})", R"({"threads": 256})",
 };
 
-void memoryBound(DType t, int64_t m, int64_t n, bool sweep) {
+// Configs the `variants` mode exports: the grid of Triton's pointwise
+// kernels (twice the elements per block), bigger blocks, a resident grid.
+const char* kVariants[] = {
+    "", R"({"unroll": 2})", R"({"threads": 256})", R"({"threads": 256, "unroll": 2})", R"({"threads": 512})",
+    R"({"unroll": 4})", R"({"max_blocks": 2112})", R"({"index_bits": 64})",
+};
+
+enum class Mode { Cases, Sweep, Variants };
+
+void memoryBound(DType t, int64_t m, int64_t n, Mode mode) {
+  const bool sweep = mode == Mode::Sweep;
   std::string tag = std::to_string(m) + "x" + std::to_string(n) + " " + (t == DType::BF16 ? "bfloat16" : "float32");
   Inputs in{t, m, n, {}, {}};
   std::mt19937_64 rng(42);
@@ -206,6 +185,28 @@ void memoryBound(DType t, int64_t m, int64_t n, bool sweep) {
     d.upload(h.data(), h.bytes());
     in.host.emplace(name, std::move(h));
     in.dev.emplace(name, std::move(d));
+  }
+  if (mode == Mode::Variants) {
+    // The cases where kiln and torch.compile are closest, with configs
+    // around the heuristic's, exported (KILN_EXPORT_KERNELS) for
+    // bench/anchors_pointwise.py's `variants` mode, which times each next to
+    // torch.compile in rounds.
+    Builder fma = [&](int64_t rows) {
+      Graph g;
+      Tensor x = g.input("x", t, {rows, n}), y = g.input("y", t, {rows, n}), z = g.input("z", t, {rows, n});
+      g.output("out", x * y + z);
+      return g;
+    };
+    Builder add = [&](int64_t rows) {
+      Graph g;
+      g.output("out", g.input("x", t, {rows, n}) + g.input("y", t, {rows, n}));
+      return g;
+    };
+    for (const char* o : kVariants) {
+      benchCase("fma x*y+z", fma, in, tag.c_str(), o);
+      benchCase("add", add, in, tag.c_str(), o);
+    }
+    return;
   }
   if (sweep) {
     Builder fma = [&](int64_t rows) {
@@ -368,10 +369,14 @@ int main(int argc, char** argv) {
   std::string what = argc > 1 ? argv[1] : "all";
   if (what == "all" || what == "launch") launchOverhead();
   if (what == "all" || what == "mem") {
-    memoryBound(DType::BF16, 32768, 4096, false);
-    memoryBound(DType::F32, 32768, 4096, false);
-    memoryBound(DType::F32, 1024, 262144, false);
+    memoryBound(DType::BF16, 32768, 4096, Mode::Cases);
+    memoryBound(DType::F32, 32768, 4096, Mode::Cases);
+    memoryBound(DType::F32, 1024, 262144, Mode::Cases);
   }
-  if (what == "sweep") memoryBound(DType::F32, 32768, 4096, true);
+  if (what == "sweep") memoryBound(DType::F32, 32768, 4096, Mode::Sweep);
+  if (what == "variants") {
+    memoryBound(DType::F32, 32768, 4096, Mode::Variants);
+    memoryBound(DType::BF16, 32768, 4096, Mode::Variants);
+  }
   return 0;
 }

@@ -29,7 +29,7 @@ cp examples/graphs/*.kiln examples/graphs/tune.manifest "$STAGE/kiln/graphs/" 2>
 # The anchors (PyTorch eager / torch.compile / Triton, and the raw floors)
 # run in the same device call as kiln's benchmarks.
 SHARED=${KILN_SHARED_DIR:-$ROOT/../shared}
-cp "$SHARED/bench/anchors.py" "$SHARED/bench/floor.cu" bench/anchors_pointwise.py bench/anchors_reduction.py bench/anchors_matmul.py \
+cp "$SHARED/bench/anchors.py" "$SHARED/bench/floor.cu" bench/anchors_pointwise.py bench/anchors_reduction.py bench/anchors_matmul.py bench/kiln_kernels.py \
    "$STAGE/kiln/anchors/"
 git rev-parse --short=12 HEAD > "$STAGE/kiln/COMMIT" 2>/dev/null || echo unknown > "$STAGE/kiln/COMMIT"
 git status --porcelain | grep -q . && echo "+dirty" >> "$STAGE/kiln/COMMIT" || true

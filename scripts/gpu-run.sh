@@ -16,6 +16,9 @@
 #                 shared/bench/anchors.py (launch mem1 mem2 gemm extra), run
 #                 after those (default "pointwise reduction")
 #   KILN_SWEEP    set: also run `bench_pointwise sweep`
+#   KILN_VARIANTS set: also export `bench_pointwise variants` and time them
+#                 next to torch.compile (`anchors_pointwise.py variants`)
+#   KILN_ANCHOR_CASES  arguments of anchors_reduction.py (case substrings)
 #   KILN_BENCH_TUNE  set: the benchmarks also tune every case and time the
 #                 tuned kernel next to the heuristic's (database in
 #                 $OUT/tuning-bench-*.json)
@@ -119,6 +122,15 @@ if [[ " $STAGES " == *" bench "* ]]; then
     bounded env KILN_BENCH_TUNE="$BENCH_TUNE_POINTWISE" KILN_EXPORT_KERNELS="$OUTDIR/kiln-kernels" \
       "$K/bin/bench_pointwise" 2>&1 | tee "$OUTDIR/bench-pointwise.log" | tee -a "$LOG"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    if [ -n "${KILN_VARIANTS:-}" ]; then
+      # Configs around the heuristic's for x + y and x*y + z, timed next to
+      # torch.compile in rounds (anchors_pointwise.py variants).
+      rm -rf "$OUTDIR/kiln-variants" && mkdir -p "$OUTDIR/kiln-variants"
+      bounded env KILN_EXPORT_KERNELS="$OUTDIR/kiln-variants" "$K/bin/bench_pointwise" variants 2>&1 \
+        | tee "$OUTDIR/bench-variants.log" | tee -a "$LOG"
+      (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 KILN_KERNELS="$OUTDIR/kiln-variants" \
+         python3 anchors_pointwise.py variants) 2>&1 | grep -v Warning | tee "$OUTDIR/anchors-variants.log" | tee -a "$LOG"
+    fi
     if [ -n "${KILN_SWEEP:-}" ]; then
       bounded "$K/bin/bench_pointwise" sweep 2>&1 | tee "$OUTDIR/bench-sweep.log" | tee -a "$LOG"
     fi
@@ -132,7 +144,8 @@ if [[ " $STAGES " == *" bench "* ]]; then
     # The full log (kernel plans, checks, JSON lines) in its own file; the
     # table lines and the summary in run.log.
     # shellcheck disable=SC2086  # case substrings are separate arguments
-    bounded env KILN_BENCH_TUNE="$BENCH_TUNE_REDUCTION" "$K/bin/bench_reduction" ${KILN_REDUCTION_CASES:-} 2>&1 | tee "$OUTDIR/bench-reduction.log" \
+    rm -rf "$OUTDIR/kiln-kernels-reduction" && mkdir -p "$OUTDIR/kiln-kernels-reduction"
+    bounded env KILN_BENCH_TUNE="$BENCH_TUNE_REDUCTION" KILN_EXPORT_KERNELS="$OUTDIR/kiln-kernels-reduction" "$K/bin/bench_reduction" ${KILN_REDUCTION_CASES:-} 2>&1 | tee "$OUTDIR/bench-reduction.log" \
       | grep -v '^JSON \|^  |' | tee -a "$LOG"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
@@ -156,7 +169,8 @@ if [[ " $STAGES " == *" anchors "* ]]; then
         # is spent; give it what is left of the stage, less a margin.
         budget=$(( $(left) - 45 ))
         [ "$budget" -lt 0 ] && budget=0
-        (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 KILN_ANCHOR_BUDGET_S=$budget python3 anchors_reduction.py) 2>&1 \
+        (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 KILN_ANCHOR_BUDGET_S=$budget \
+           KILN_KERNELS="$OUTDIR/kiln-kernels-reduction" python3 anchors_reduction.py ${KILN_ANCHOR_CASES:-}) 2>&1 \
           | grep -v Warning | tee "$OUTDIR/anchors-reduction.log" | tee -a "$LOG"
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
       matmul)
