@@ -421,3 +421,84 @@ TEST_CASE("row cluster configs: bad values and targets are errors, shapes that c
     CHECK(cg.kernels.at(0).launch.threadsPerBlock == 256);
   }
 }
+
+// The staged form (config "stage"): the looped form with one row per block,
+// whose row-shaped inputs are copied into shared memory by one bulk copy per
+// input (the TMA unit, completion on an mbarrier) before the passes read
+// them there. Every composite and dtype at a row that fits, spill-free; the
+// vector entry stages, the scalar entry (unaligned rows) reads global memory.
+TEST_CASE("rows staged in shared memory by bulk copies: every composite, spill-free, sm_90 only",
+          "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16);
+  const int64_t len = GENERATE(4096, 4104, 16384);  // 4104: a tail step
+  std::vector<test::GraphCase> cases = test::rowComposites(t, {"N", len});
+  for (const test::GraphCase& c : cases) {
+    INFO(c.label << " at " << len);
+    compiler::CompileOptions o;
+    o.rowConfigOverride = R"({"persistent": 0, "stage": 1, "threads_per_row": 256, "unroll": 2})";
+    compiler::CompiledGraph cg = compiler::compileGraph(c.graph, o);
+    for (const compiler::CompiledKernel& k : cg.kernels) {
+      checkKernelArtifacts(k);
+      // cross_entropy's mean kernel reads a row of per-row losses ([N]):
+      // nothing there differs between rows, so nothing is staged.
+      const bool rows = std::any_of(k.tensors.begin(), k.tensors.end(), [](const compiler::KernelTensor& kt) {
+        return !kt.output && kt.shape.size() == 2;
+      });
+      if (!rows) {
+        CHECK_THAT(k.config, !Contains("stage"));
+        continue;
+      }
+      // The staged rows (16-byte multiples) and the mbarrier come first;
+      // rows of more than 112 KiB in all (two blocks per SM) stay in global memory.
+      int64_t rowBytes = 0;
+      for (const compiler::KernelTensor& kt : k.tensors)
+        if (!kt.output && kt.shape.size() == 2) rowBytes += len * dtypeSize(kt.dtype);
+      if (rowBytes > 112 * 1024) {
+        CHECK_THAT(k.config, !Contains("stage"));
+        continue;
+      }
+      CHECK_THAT(k.config, Contains("\"stage\": 1"));
+      CHECK_THAT(k.ptx, Contains(".version 8.0"));
+      CHECK_THAT(k.ptx, Contains("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
+      CHECK_THAT(k.ptx, Contains("mbarrier.try_wait.parity.shared::cta.b64"));
+      CHECK_THAT(k.ptx, Contains("ld.shared.v4"));
+      CHECK(k.launch.sharedBytes >= 16 + rowBytes);
+      // One bulk copy per row-shaped input, in the vector entry only.
+      const std::string scalar = k.ptx.substr(k.ptx.find(".entry " + k.name + "_s1"));
+      CHECK_THAT(scalar, !Contains("cp.async.bulk"));
+    }
+  }
+  SECTION("sm_80 has no bulk copies: a clear error naming the key and the target") {
+    Graph g;
+    g.output("y", softmax(g.input("x", t, {"N", len})));
+    compiler::CompileOptions o;
+    o.chip = "sm_80";
+    o.rowConfigOverride = R"({"persistent": 0, "stage": 1})";
+    CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("\"stage\": 1") && Contains("sm_80") && Contains("sm_90"));
+  }
+}
+
+TEST_CASE("staging is dropped where it cannot apply: rows too long, held rows, clusters, dynamic rows",
+          "[compile][reduction]") {
+  compiler::CompileOptions o;
+  o.keepText = false;
+  auto configOf = [&](const Shape& s, DType t, const std::string& override) {
+    Graph g;
+    g.output("y", softmax(g.input("x", t, s)));
+    o.rowConfigOverride = override;
+    return compiler::compileGraph(g, o).kernels.at(0).config;
+  };
+  // 32768 f32 values are 128 KiB: more than two blocks per SM could stage.
+  CHECK_THAT(configOf({"N", 32768}, DType::F32, R"({"persistent": 0, "stage": 1, "threads_per_row": 512})"),
+             !Contains("stage"));
+  CHECK_THAT(configOf({"N", 32768}, DType::BF16, R"({"persistent": 0, "stage": 1, "threads_per_row": 512})"),
+             Contains("\"stage\": 1"));
+  CHECK_THAT(configOf({"N", 4096}, DType::BF16, R"({"persistent": 1, "stage": 1, "threads_per_row": 256})"),
+             !Contains("stage"));
+  CHECK_THAT(configOf({"N", 4096}, DType::BF16, R"({"persistent": 0, "stage": 1, "threads_per_row": 16})"),
+             !Contains("stage"));
+  CHECK_THAT(configOf({"N", "C"}, DType::BF16, R"({"persistent": 0, "stage": 1, "threads_per_row": 256})"),
+             !Contains("stage"));
+  CHECK_THAT(configOf({"N", 4096}, DType::BF16, R"({"persistent": 1, "cluster": 2, "stage": 1, "threads_per_row": 256})"),
+             !Contains("stage"));
+}

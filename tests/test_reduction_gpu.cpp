@@ -294,6 +294,41 @@ TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu]
   CHECK(k.explain().find(want) != std::string::npos);
 }
 
+// Rows staged in shared memory (config "stage": one bulk copy per
+// row-shaped input into shared memory, completion on an mbarrier, then every
+// pass reads the copy): every reduction op and composite, rows that fill the
+// loop's steps and rows with a tail step (4104), 256 and 512 threads.
+TEST_CASE("rows staged in shared memory by bulk copies match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  if (!test::hasClusters()) {
+    WARN("SKIPPED: staged rows need an sm_90 GPU (bulk copies)");
+    return;
+  }
+  struct C {
+    int64_t len;
+    int threads, unroll;
+  };
+  C c = GENERATE(C{4096, 256, 2}, C{4104, 512, 1}, C{32768, 256, 2}, C{32768, 512, 4});
+  const int64_t rows = c.len >= 32768 ? 40 : 150;
+  CompileOptions co;
+  co.rowConfigOverride = "{\"persistent\": 0, \"stage\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                         ", \"unroll\": " + std::to_string(c.unroll) + "}";
+  std::vector<test::GraphCase> cases = test::reductionSweep({"R", c.len}, {false});
+  for (DType t : {DType::F32, DType::BF16})
+    for (test::GraphCase& g : test::rowComposites(t, {"R", c.len})) cases.push_back(std::move(g));
+  const size_t n = test::reductionSweep({"R", 1}, {false}).size() + 2 * test::rowComposites(DType::F32, {"R", 1}).size();
+  REQUIRE(cases.size() == n);
+  const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, n)));
+  INFO(g.label << " over " << rows << " rows, " << co.rowConfigOverride);
+  test::RunOptions o = optionsFor(g, rows);
+  o.compile = co;
+  Kernel k = runAndCheck(g.graph, o);
+  INFO(k.explain());
+  // Staged wherever the rows fit (f32 rows of 32768 are 128 KiB: not).
+  const bool fits = c.len * 4 <= 112 * 1024;
+  if (fits) CHECK(k.explain().find("\"stage\": 1") != std::string::npos);
+}
+
 TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {
   test::requireGpu();
   int64_t len = GENERATE(17, 4096, 262144);

@@ -32,6 +32,10 @@ const char* kCompileHelp =
     "  --dim NAME=VALUE  specialize a dynamic dim to a static size; dims left\n"
     "                    unbound stay kernel parameters\n"
     "  --chip sm_XY      target SM (default sm_90)\n"
+    "  --pointwise-config JSON, --row-config JSON, --matmul-config JSON\n"
+    "                    replace the heuristic's choices in every kernel of that\n"
+    "                    schedule (keys: docs/tuning.md), e.g.\n"
+    "                    --row-config '{\"persistent\": 0, \"stage\": 1}'\n"
     "  --no-cache        compile without the disk cache (see `kiln cache`)\n"
     "  -o OUT            write to OUT instead of standard output\n"
     "\n"
@@ -54,7 +58,7 @@ nlohmann::json shapeJson(const Shape& shape) {
 
 int runCompile(int argc, char** argv) {
   int rc = 0;
-  std::optional<Args> parsed = parseFileCommand(argc, argv, kCompileHelp, {"dim", "emit", "chip"}, rc);
+  std::optional<Args> parsed = parseFileCommand(argc, argv, kCompileHelp, {"dim", "emit", "chip", "pointwise-config", "row-config", "matmul-config"}, rc);
   if (!parsed) return rc;
   const Args& a = *parsed;
   Graph g = parseGraphFile(a.positional[0]);
@@ -76,6 +80,9 @@ int runCompile(int argc, char** argv) {
   } else {
     compiler::CompileOptions opts;
     if (auto chip = a.get("chip")) opts.chip = *chip;
+    if (auto c = a.get("pointwise-config")) opts.configOverride = *c;
+    if (auto c = a.get("row-config")) opts.rowConfigOverride = *c;
+    if (auto c = a.get("matmul-config")) opts.matmulConfigOverride = *c;
     compiler::CompiledGraph cg = compileGraphCached(g, opts, !a.has("no-cache"));
     if (a.has("json")) {
       nlohmann::json kernels = nlohmann::json::array();

@@ -60,7 +60,8 @@ void assembleCubin(const std::string& ptx, CubinRoute route, const CompileOption
 
 // MLIR text → PTX → cubin into `k`: stage times, the cubin, the resource
 // report of each entry, and the text when the options keep it.
-void lowerKernel(const std::string& name, std::string mlir, const CompileOptions& options, CompiledKernel& k) {
+void lowerKernel(const std::string& name, std::string mlir, const CompileOptions& options, CompiledKernel& k,
+                 const std::string& ptxFeatures = "") {
   dump("mlir", name, mlir);
   auto tp = Clock::now();
   GpuModule module = GpuModule::parse(mlir);
@@ -68,6 +69,7 @@ void lowerKernel(const std::string& name, std::string mlir, const CompileOptions
   PtxOptions po;
   po.chip = options.chip;
   po.cudaHome = options.cudaHome;
+  po.features = ptxFeatures;
   PtxResult ptx = lowerToPtx(module, po);
   for (const StageTime& s : ptx.stages) k.stages.push_back(s);
   dump("ptx", name, ptx.ptx);
@@ -260,12 +262,12 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     const KernelPlan& kp = plan.kernels[i];
     auto tk = Clock::now();
     // Emits one kernel, then lowers it: MLIR text → PTX → cubin.
-    auto build = [&](const std::string& name, std::string mlir, CompiledKernel k) {
+    auto build = [&](const std::string& name, std::string mlir, CompiledKernel k, const std::string& features = "") {
       for (KernelTensor& t : k.tensors) t.workspace = kp.workspaceNames.count(t.name) > 0;
       k.why = kp.why;
       k.stages.push_back({"plan", planMs / numKernels});
       k.stages.push_back({"emit", msSince(tk)});
-      lowerKernel(name, std::move(mlir), options, k);
+      lowerKernel(name, std::move(mlir), options, k, features);
       return k;
     };
     const std::string name = kernelName(kp, i);
@@ -285,7 +287,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       const int sm = smNumber(options.chip);
       auto buildRow = [&](const RowConfig& c) {
         RowKernel rk = emitRowReduction(kp.graph, c, name, options.variants, sm);
-        return build(name, std::move(rk.mlir), std::move(rk.kernel));
+        return build(name, std::move(rk.mlir), std::move(rk.kernel), rk.ptxFeatures);
       };
       auto spills = [](const CompiledKernel& ck) {
         return std::any_of(ck.resources.begin(), ck.resources.end(),

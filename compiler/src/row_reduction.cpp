@@ -22,12 +22,15 @@ std::string RowConfig::json() const {
          ", \"unroll\": " + std::to_string(unroll) +
          (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
                       : std::string()) +
-         "}";
+         (stage ? ", \"stage\": 1" : "") + "}";
 }
 
 namespace {
 
 bool isReduction(Op op) { return opClass(op) == OpClass::Reduction; }
+// The staged form copies at most this many bytes of rows per block: two
+// blocks per SM, with their trees' slots, in 227 KiB of shared memory.
+constexpr int64_t kMaxStagedRowBytes = 112 * 1024;
 bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // The domain of a row sub-graph: the operand shape of its reductions.
@@ -174,6 +177,15 @@ class RowEmitter {
   // below one as it does below bar.sync, which spilled held rows.
   std::string loadFlags_ = ", invariant";
   int smemSlots_ = 0;
+  // stage: the row-shaped accesses copied into shared memory (access key →
+  // byte offset in the staged region, its bytes), and per entry their
+  // shared-memory row pointers (set once the copy has landed).
+  std::map<std::string, std::pair<int64_t, int64_t>> staged_;
+  int64_t stagedBytes_ = 0;
+  std::map<std::string, std::string> stagedPtr_;
+  bool stagedAccess(const Access& a) const;
+  void planStaging();
+  void emitStaging(MlirWriter& w, const std::string& base);
   Ctx persistentCtx_;
 };
 
@@ -519,6 +531,15 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
     std::map<std::string, std::string>& loads = c.loads ? *c.loads : *c.memo;
     if (auto it = loads.find(vkey); it != loads.end()) {
       vec = it->second;
+    } else if (auto sp = stagedPtr_.find(a.key()); sp != stagedPtr_.end()) {
+      // The row's copy in shared memory (stage): plain loads, ordered after
+      // the copy's wait by its memory clobber.
+      std::string q = w.assign("llvm.getelementptr inbounds " + sp->second + "[" + c.cols[slot] +
+                               "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, " + st);
+      int align = std::min(16, vector_ * dtypeSize(dt));
+      vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) + " : i64} : !llvm.ptr<3> -> vector<" +
+                     std::to_string(vector_) + "x" + st + ">");
+      loads[vkey] = vec;
     } else {
       std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + c.cols[slot] +
                                "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
@@ -933,6 +954,78 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
   }
 }
 
+bool RowEmitter::stagedAccess(const Access& a) const {
+  if (!vectorAccess(a) || !(a.strides[k_ - 1] == Poly::constant(1))) return false;
+  if (vector_ * dtypeSize(g_.node(a.node).dtype) != 16) return false;  // 16-byte aligned rows
+  for (int j = 0; j + 1 < k_; ++j)
+    if (!a.strides[j].isZero() && !isUnit(dom_[j])) return true;  // differs between rows
+  return false;
+}
+
+// Which accesses the staged form copies, and where: an 8-byte mbarrier
+// (16 bytes reserved), then each row, 16-byte aligned; the block trees'
+// slots follow. Staging is dropped when nothing qualifies or the rows
+// would not leave room for two blocks per SM.
+void RowEmitter::planStaging() {
+  staged_.clear();
+  stagedBytes_ = 0;
+  if (!cfg_.stage) return;
+  vector_ = cfg_.vector;
+  const int64_t N = dom_[k_ - 1].size;
+  for (const auto& [key, a] : accesses_) {
+    if (!stagedAccess(a)) continue;
+    const int64_t bytes = N * dtypeSize(g_.node(a.node).dtype);
+    staged_[key] = {stagedBytes_, bytes};
+    stagedBytes_ += (bytes + 15) / 16 * 16;
+  }
+  if (staged_.empty() || stagedBytes_ > kMaxStagedRowBytes) {
+    staged_.clear();
+    stagedBytes_ = 0;
+    cfg_.stage = false;
+  }
+}
+
+// The row's start in the staged form: thread 0 sets up the mbarrier, arms
+// it with the row's bytes and issues one bulk copy (global -> shared, the
+// TMA unit) per staged access; after a block barrier (the mbarrier's
+// initialization is then visible) every thread waits for the copies'
+// completion on the barrier's phase 0 (one row per block, so one phase).
+void RowEmitter::emitStaging(MlirWriter& w, const std::string& base) {
+  stagedPtr_.clear();
+  std::string mb = w.assign("llvm.ptrtoint " + base + " : !llvm.ptr<3> to i32");
+  struct Copy {
+    std::string dst, src, bytes;
+  };
+  std::vector<Copy> copies;
+  for (const auto& [key, at] : staged_) {
+    const Access& a = accesses_.at(key);
+    DType dt = g_.node(a.node).dtype;
+    std::string p = w.assign("llvm.getelementptr " + base + "[" + std::to_string(16 + at.first) +
+                             "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
+    stagedPtr_[key] = p;
+    copies.push_back({w.assign("llvm.ptrtoint " + p + " : !llvm.ptr<3> to i32"), rowPtr(a, dt),
+                      w.integer(at.second, "i32")});
+  }
+  std::string total = w.integer(stagedBytes_, "i32");
+  std::string first = w.assign("arith.cmpi eq, " + t_ + ", " + w.integer(0, "i32") + " : i32");
+  w.line("scf.if " + first + " {");
+  w.indent();
+  w.line("llvm.inline_asm has_side_effects \"mbarrier.init.shared::cta.b64 [$0], 1;\", \"r,~{memory}\" " + mb +
+         " : (i32) -> ()");
+  w.line("llvm.inline_asm has_side_effects \"fence.mbarrier_init.release.cluster;\", \"~{memory}\"  : () -> ()");
+  w.line("llvm.inline_asm has_side_effects \"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;\", "
+         "\"r,r,~{memory}\" " + mb + ", " + total + " : (i32, i32) -> ()");
+  for (const Copy& c : copies)
+    w.line("llvm.inline_asm has_side_effects \"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+           "[$0], [$1], $2, [$3];\", \"r,l,r,r,~{memory}\" " + c.dst + ", " + c.src + ", " + c.bytes + ", " + mb +
+           " : (i32, !llvm.ptr<1>, i32, i32) -> ()");
+  w.dedent();
+  w.line("}");
+  w.line("gpu.barrier");
+  w.line("llvm.inline_asm has_side_effects \"{ .reg .pred p; kiln_stage_wait: mbarrier.try_wait.parity.shared::cta.b64 "
+         "p, [$0], 0; @!p bra kiln_stage_wait; }\", \"r,~{memory}\" " + mb + " : (i32) -> ()");
+}
+
 std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   vector_ = vector;
   preMemo_.clear();
@@ -949,7 +1042,11 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   colBase64_.clear();
   exchange_.clear();
   exchangeEntries_ = 0;
+  stagedPtr_.clear();
   loadFlags_ = ", invariant";
+  // stage: the vector entry only (the scalar entry takes unaligned rows).
+  const bool staging = cfg_.stage && vector > 1 && vector == cfg_.vector && !staged_.empty();
+  std::string stageBase;
   const int T = cfg_.threadsPerRow;
   const int rowsPerBlock = cfg_.threads / T;
   std::string clusterIdx, clusters, half;  // cluster > 1: this cluster's index, the grid's clusters, the row's half (i64)
@@ -1030,6 +1127,13 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
                        "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
   }
 
+  if (staging) {
+    // The staged rows first, the block trees' slots after them.
+    stageBase = smem_;
+    smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(16 + stagedBytes_) +
+                       "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
+  }
+
   const Dim& nd = dom_[k_ - 1];
   if (cfg_.persistent) {
     const int64_t N = nd.size / cfg_.cluster;  // this block's columns
@@ -1071,6 +1175,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     elemMemo_.clear();
     for (int j = 0; j < chunks && !fullOutputs_.empty(); ++j) storeFull(persistentCtx_, j, valid[j]);
   } else {
+    if (staging) emitStaging(row, stageBase);
     emitGathers();
     for (int level = 0; level <= maxLevel_; ++level) levelLooped(level);
     if (!fullOutputs_.empty())
@@ -1158,6 +1263,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   }
   if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
   buildAccumulators();
+  planStaging();
 
   elementOptions_.approxTranscendentals = true;
   elementOptions_.reciprocalDivision = true;
@@ -1217,6 +1323,10 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   k.launch.maxBlocks = 0;
   k.launch.cluster = cfg_.cluster;
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
+  if (cfg_.stage) {
+    k.launch.sharedBytes += 16 + static_cast<int>(stagedBytes_);
+    out.ptxFeatures = "+ptx80";  // cp.async.bulk, mbarrier expect_tx (PTX ISA 8.0)
+  }
   if (cfg_.cluster > 1) {
     k.launch.sharedBytes += 2 * kExchangeEntries * 8;
     // row_loop: as many clusters as fit at once (the launcher asks the
@@ -1258,6 +1368,16 @@ bool streamsOnce(const Graph& g, const Shape& domain) {
     if (!lse) return false;
   }
   return true;
+}
+
+// Bytes of one row of every row-shaped input: what the staged form copies
+// into shared memory per block (at most kMaxStagedRowBytes).
+int64_t stagedRowBytes(const Graph& g, const Shape& d) {
+  if (d.back().isDynamic()) return 0;
+  int64_t bytes = 0;
+  for (int id : g.params())
+    if (g.node(id).op == Op::Input && g.node(id).shape == d) bytes += d.back().size * dtypeSize(g.node(id).dtype);
+  return bytes;
 }
 
 }  // namespace
@@ -1347,6 +1467,24 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   return c;
 }
 
+// The staged form's configs (sm_90+, rows that fit in shared memory twice
+// per SM): 256 and 512 threads, one or two vectors per thread per step.
+static void addStaged(const Graph& g, const RowConfig& h, int sm, const std::function<void(const RowConfig&)>& add) {
+  const Shape d = domainOf(g);
+  if (sm < 90 || d.back().isDynamic() || h.cluster > 1) return;
+  if (stagedRowBytes(g, d) > kMaxStagedRowBytes || stagedRowBytes(g, d) == 0) return;
+  for (int t : {256, 512})
+    for (int u : {1, 2}) {
+      RowConfig c;
+      c.vector = h.vector;
+      c.persistent = false;
+      c.stage = true;
+      c.threadsPerRow = c.threads = t;
+      c.unroll = u;
+      add(c);
+    }
+}
+
 std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   std::vector<std::string> out;
   auto add = [&](const RowConfig& c) {
@@ -1382,6 +1520,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         if (t == 32 || t <= nextPow2((N + v - 1) / v)) ts.push_back(t);
       looped(v, ts, {2, 4, 8});
     }
+    addStaged(g, h, sm, add);
     return out;
   }
   // Rows held in registers: every block size that holds the row with at
@@ -1426,13 +1565,15 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   for (int t = 64; t <= 512; t *= 2)
     if (t == 64 || t <= nextPow2(vecs)) ts.push_back(t);
   looped(h.vector, ts, {1, 2, 4});
+  addStaged(g, h, sm, add);
   return out;
 }
 
 void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
-                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8 (sm_90+); row_loop: 0 or 1",
+                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8 (sm_90+); row_loop: 0 or 1; "
+                        "stage: 0 or 1 (sm_90+)",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -1441,6 +1582,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "unroll" && v >= 1 && v <= 8) c.unroll = static_cast<int>(v);
                           else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) c.cluster = static_cast<int>(v);
                           else if (key == "row_loop" && (v == 0 || v == 1)) c.rowLoop = v == 1;
+                          else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
                           else return false;
                           return true;
                         });
@@ -1472,6 +1614,11 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
       c.cluster = 1;
     }
   }
+  if (c.stage && sm < 90)
+    throw Error("kiln: compile: row_reduction config \"stage\": 1 needs bulk copies (TMA, sm_90 or newer); the "
+                "target is sm_" + std::to_string(sm));
+  // Staging is a looped form with one row per block and a static row.
+  if (c.stage && (c.persistent || c.cluster > 1 || c.threadsPerRow < 32 || d.back().isDynamic())) c.stage = false;
   if (c.threadsPerRow < 32 && (c.threads % 32 != 0 || c.threads < 32)) c.threads = 128;
   RowEmitter e(g, c);
   return e.run(name, variants);

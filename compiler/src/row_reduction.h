@@ -43,14 +43,21 @@ struct RowConfig {
   int unroll = 4;           // looped form: vectors per thread per iteration
   int cluster = 1;          // C: blocks per row (a cluster; persistent, sm_90+, N % (C*V) == 0)
   bool rowLoop = true;      // clusters: a grid of the clusters that fit at once, looping over rows
-  std::string json() const;  // "cluster" appears only when C > 1
+  // Looped form, one row per block, sm_90+: the block's part of each
+  // row-shaped input (the whole row) is copied into shared memory by one
+  // bulk copy (TMA) at the row's start, and every pass reads it there, so
+  // a block holds no row in registers and several blocks per SM overlap
+  // one row's loads with another's passes.
+  bool stage = false;
+  std::string json() const;  // "cluster" appears only when C > 1, "stage" only when set
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options);
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1)); throws kiln::Error naming a bad key or value.
+// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1)); throws kiln::Error naming a
+// bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
 // The schedule's config space around the heuristic's choice `h` for the
@@ -61,6 +68,9 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm);
 struct RowKernel {
   std::string mlir;
   CompiledKernel kernel;
+  // The PTX ISA the kernel needs beyond the chip's lowest (NVPTX features,
+  // e.g. "+ptx80" for bulk copies); empty: the lowest.
+  std::string ptxFeatures;
 };
 // `g` is a planner sub-graph: its outputs are either of the domain's shape
 // or one value per row. `sm`: the target's SM number; a cluster config on a

@@ -175,7 +175,7 @@ struct KernelTuningInfo {
 
 // The schedules' versions (stored with tuned configs).
 inline constexpr int kPointwiseScheduleVersion = 1;
-inline constexpr int kRowReductionScheduleVersion = 2;  // 2: clusters, the picked-logit gather, per-step online softmax
+inline constexpr int kRowReductionScheduleVersion = 3;  // 2: clusters, the picked-logit gather, per-step online softmax; 3: staged rows
 inline constexpr int kMatmulScheduleVersion = 3;  // 3: grids count output tiles
 
 // Plans the graph and describes each kernel (milliseconds or less: no MLIR).
