@@ -31,6 +31,9 @@ bool isReduction(Op op) { return opClass(op) == OpClass::Reduction; }
 // The staged form copies at most this many bytes of rows per block: two
 // blocks per SM, with their trees' slots, in 227 KiB of shared memory.
 constexpr int64_t kMaxStagedRowBytes = 112 * 1024;
+// Held rows of at most this many values per thread load their weights and
+// biases at the row's start (RowEmitter::pinned_).
+constexpr int64_t kPinnedValues = 16;
 bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // The domain of a row sub-graph: the operand shape of its reductions.
@@ -59,7 +62,8 @@ class RowEmitter {
   // A held row's variance: the mean first, then the squared deviations from
   // it (two block trees). In a cluster, Welford's (count, mean, M2) instead,
   // so the blocks exchange their states once.
-  bool twoPassVariance() const { return cfg_.persistent && cfg_.cluster == 1; }
+  // A staged row is read from shared memory, so the second pass is cheap there too.
+  bool twoPassVariance() const { return (cfg_.persistent || cfg_.stage) && cfg_.cluster == 1; }
   void buildAccumulators();
 
   // ---- emission
@@ -180,6 +184,12 @@ class RowEmitter {
   // stage: the row-shaped accesses copied into shared memory (access key →
   // byte offset in the staged region, its bytes), and per entry their
   // shared-memory row pointers (set once the copy has landed).
+  // Held rows of few values per thread: loads of what is the same for every
+  // row (weights, biases) that must stay where they are emitted, at the
+  // row's start next to the row's own loads (volatile: LLVM otherwise sinks
+  // them to their use after the block tree, which puts a second memory
+  // latency on the path of every short row).
+  std::set<std::string> pinned_;
   std::map<std::string, std::pair<int64_t, int64_t>> staged_;
   int64_t stagedBytes_ = 0;
   std::map<std::string, std::string> stagedPtr_;
@@ -544,8 +554,10 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
       std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + c.cols[slot] +
                                "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
       int align = std::min(16, vector_ * dtypeSize(dt));
-      vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) +
-                     " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> vector<" + std::to_string(vector_) + "x" + st + ">");
+      const bool pin = pinned_.count(a.key()) > 0;
+      vec = w.assign(std::string("llvm.load ") + (pin ? "volatile " : "") + q + " {alignment = " +
+                     std::to_string(align) + " : i64" + (pin ? "" : loadFlags_) + "} : !llvm.ptr<1> -> vector<" +
+                     std::to_string(vector_) + "x" + st + ">");
       loads[vkey] = vec;
     }
     std::string e = w.assign("llvm.extractelement " + vec + "[" + w.integer(lane, "i32") + " : i32] : vector<" +
@@ -1166,9 +1178,14 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
         if (!a.strides[j].isZero() && !isUnit(dom_[j])) return true;
       return false;
     };
+    pinned_.clear();
+    if (cfg_.cluster == 1 && static_cast<int64_t>(chunks) * vector_ <= kPinnedValues)
+      for (const auto& [key, a] : accesses_)
+        if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && !perRow(a)) pinned_.insert(key);
     for (const auto& [key, a] : accesses_)
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (cfg_.cluster == 1 || perRow(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
+    pinned_.clear();
     if (cfg_.cluster > 1) loadFlags_.clear();
     emitGathers();
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
@@ -1262,8 +1279,8 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     while (cfg_.vector > 1 && nd.size % cfg_.vector != 0) cfg_.vector /= 2;
   }
   if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
+  planStaging();  // before the accumulators: a staged row's variance takes two passes
   buildAccumulators();
-  planStaging();
 
   elementOptions_.approxTranscendentals = true;
   elementOptions_.reciprocalDivision = true;
@@ -1458,6 +1475,27 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
         c.threadsPerRow = c.threads = 512;
         return c;
       }
+  }
+  // A row that fills a 512-thread block's registers (more than 32 values
+  // per thread: one block per SM, so its loads and its passes take turns)
+  // and has heavy per-element work (exp, a variance) is staged instead
+  // (sm_90+): copied into shared memory by bulk copies, several blocks per
+  // SM, one block's passes overlapping another's copy. Measured on the H200
+  // (2026-11-30, session 7 run 2, bf16 4096x32768): softmax 3.68 TB/s
+  // staged (512 threads, unroll 2) vs 3.24 held; rmsnorm, light per element,
+  // 3.67 staged vs 3.88 held, so it stays held.
+  bool heavy = false;
+  for (int id = 0; id < g.numNodes(); ++id) {
+    const Op op = g.node(id).op;
+    heavy = heavy || op == Op::Exp || op == Op::Var || op == Op::Std;
+  }
+  if (heavy && fits(T) && T == 512 && valuesPerThread(T) > 32 && smNumber(options.chip) >= 90 &&
+      stagedRowBytes(g, d) <= kMaxStagedRowBytes) {
+    c.persistent = false;
+    c.stage = true;
+    c.unroll = 2;
+    c.threadsPerRow = c.threads = 512;
+    return c;
   }
   if (!fits(T) && fits(1024)) T = 1024;
   c.persistent = fits(T);
