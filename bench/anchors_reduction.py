@@ -8,7 +8,15 @@ included) and the same input ranges.
 Timing: triton.testing.do_bench (median; it clears a 256 MB cache before
 every run, so it is an L2-flushed time like bench_reduction's). The small
 batches are also timed back to back without any flush (100 calls between
-two CUDA events, per call; median of 20 batches), as bench_reduction does.
+two CUDA events, per call; median of 20 batches), as bench_reduction does,
+and as CUDA graph replays (20 calls captured in a graph, per call: the GPU's
+time without any host cost, which the back-to-back times of Python
+launchers are not).
+
+With KILN_KERNELS=DIR (what `KILN_EXPORT_KERNELS=DIR bench_reduction`
+wrote), kiln's kernel of each case is also timed here by the same do_bench
+(and graph replay for the small batches), launched through the driver
+(bench/kiln_kernels.py): one method for kiln and the anchors.
 
 torch.compile: one compile per (op, shape, dtype), dynamic=False (shapes
 specialized, the strongest setting; shared/bench/anchors.py used the
@@ -64,6 +72,37 @@ def back_to_back(fn, calls=100, batches=20):
         ts.append(s.elapsed_time(e) / calls)
     ts.sort()
     return 0.5 * (ts[(batches - 1) // 2] + ts[batches // 2])
+
+GRAPH = "(CUDA graph replay, not flushed)"
+
+def graph_replay(fn, calls=20, replays=10, batches=7):
+    """GPU time per call without the host: `calls` calls captured in one CUDA
+    graph, replayed `replays` times between two events, per call; the median
+    over `batches`. What a model that replays graphs sees of a small kernel,
+    whoever launches it (torch.compile's Python wrapper, kiln through the
+    driver, Triton's launcher)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    g.replay(); torch.cuda.synchronize()
+    ts = []
+    for _ in range(batches):
+        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(replays):
+            g.replay()
+        b.record(); b.synchronize()
+        ts.append(a.elapsed_time(b) / (replays * calls))
+    ts.sort()
+    return ts[len(ts) // 2]
 
 def save():
     out = os.environ.get("OUT")
@@ -178,6 +217,7 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None
                cold_compile_s=round(cold, 2))
         if small:
             report(op, "torch.compile", back_to_back(lambda: c(*args)), nbytes, NOFLUSH, flushed=False)
+            report(op, "torch.compile", graph_replay(lambda: c(*args)), nbytes, GRAPH, flushed=False, graph=True)
     if kiln is not None and names is not None and op in kiln.by_op:
         tensors = dict(zip(names, args))
         outs = kiln.outputs(op)
@@ -188,6 +228,8 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None
         ref = ref if isinstance(ref, tuple) else (ref,)
         err = max((o.float() - r.float()).abs().max().item() for o, r in zip(outs.values(), ref))
         report(op, "kiln (do_bench)", bench(launch), nbytes, f"(max abs err {err:.1e}; kiln's exported cubin)")
+        if small:
+            report(op, "kiln", graph_replay(launch), nbytes, GRAPH, flushed=False, graph=True)
     if triton_fn is not None:
         out = triton_fn(*args)
         ref = eager_fn(*[a.float() for a in args]).float()
@@ -195,6 +237,7 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None
         report(op, "triton", bench(lambda: triton_fn(*args)), nbytes, f"(max abs err {err:.1e})")
         if small:
             report(op, "triton", back_to_back(lambda: triton_fn(*args)), nbytes, NOFLUSH, flushed=False)
+            report(op, "triton", graph_replay(lambda: triton_fn(*args)), nbytes, GRAPH, flushed=False, graph=True)
 
 def run_rows(M, N, dtype):
     t = tag(M, N, dtype)
