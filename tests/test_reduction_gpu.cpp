@@ -442,6 +442,25 @@ TEST_CASE("reduction kernels stay correct from unaligned base pointers", "[gpu][
   runAndCheck(g, {.dims = {{"R", 9}}, .ranges = {{"x", {-0.25, 0.5}}}, .misalign = offset});
 }
 
+// A staged config's scalar entry (taken for unaligned rows) reads global
+// memory, with a staged row's two-pass variance: layernorm and softmax.
+TEST_CASE("staged configs stay correct from unaligned base pointers", "[gpu][reduction]") {
+  test::requireGpu();
+  if (!test::hasClusters()) {
+    WARN("SKIPPED: staged rows need an sm_90 GPU (bulk copies)");
+    return;
+  }
+  size_t offset = GENERATE(2, 6);
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"R", 4096});
+  g.output("y", layernorm(x, g.input("w", DType::BF16, {4096}), g.input("b", DType::BF16, {4096})));
+  g.output("p", softmax(x));
+  CompileOptions co;
+  co.rowConfigOverride = R"({"persistent": 0, "stage": 1, "threads_per_row": 256, "unroll": 2})";
+  Kernel k = runAndCheck(g, {.dims = {{"R", 9}}, .ranges = {{"x", {-3, 5}}}, .misalign = offset, .compile = co});
+  CHECK(k.explain().find("\"stage\": 1") != std::string::npos);
+}
+
 TEST_CASE("graphs split into several kernels match the reference", "[gpu][reduction]") {
   test::requireGpu();
   DType t = GENERATE(DType::F32, DType::BF16, DType::F16);

@@ -1481,9 +1481,10 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // and has heavy per-element work (exp, a variance) is staged instead
   // (sm_90+): copied into shared memory by bulk copies, several blocks per
   // SM, one block's passes overlapping another's copy. Measured on the H200
-  // (2026-11-30, session 7 run 2, bf16 4096x32768): softmax 3.68 TB/s
-  // staged (512 threads, unroll 2) vs 3.24 held; rmsnorm, light per element,
-  // 3.67 staged vs 3.88 held, so it stays held.
+  // (2026-11-30, bench/results/2026-11-30-session7 runs 2-3, bf16
+  // 4096x32768): softmax 3.69 TB/s staged (512 threads, unroll 2) vs 3.24
+  // held; layernorm 3.25 staged (two-pass variance) vs 3.20 held; rmsnorm,
+  // light per element, 3.67 staged vs 3.89 held, so it stays held.
   bool heavy = false;
   for (int id = 0; id < g.numNodes(); ++id) {
     const Op op = g.node(id).op;
