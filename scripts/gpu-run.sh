@@ -28,7 +28,7 @@
 #                 bench_warm_start (graph to launchable kernel from the cache)
 #
 # Time: the device call allows 600 s, so every step runs under `timeout`:
-# each stage has a cap (KILN_TIMEOUT_TESTS 360 s, KILN_TIMEOUT_BENCH 200 s,
+# each stage has a cap (KILN_TIMEOUT_TESTS 480 s, KILN_TIMEOUT_BENCH 200 s,
 # KILN_TIMEOUT_ANCHORS 420 s) and the whole run a deadline (KILN_DEADLINE_S,
 # 570 s after start); a step gets what is left of both, and is skipped when
 # less than 15 s is left. A step that times out says so in run.log and
@@ -86,7 +86,7 @@ bounded() {
 }
 
 if [[ " $STAGES " == *" tests "* ]]; then
-  stage_begin "${KILN_TIMEOUT_TESTS:-360}"
+  stage_begin "${KILN_TIMEOUT_TESTS:-480}"
   echo "== [gpu] tests" | tee -a "$LOG"
   bounded "$K/bin/kiln_tests" "[gpu]" --reporter compact 2>&1 | tail -n 60 > "$OUTDIR/tests-gpu.log"; s1=${PIPESTATUS[0]}
   bounded "$K/bin/kiln_runtime_tests" "[gpu]" --reporter compact 2>&1 | tail -n 30 > "$OUTDIR/tests-runtime-gpu.log"; s2=${PIPESTATUS[0]}
