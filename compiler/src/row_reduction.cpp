@@ -31,9 +31,6 @@ bool isReduction(Op op) { return opClass(op) == OpClass::Reduction; }
 // The staged form copies at most this many bytes of rows per block: two
 // blocks per SM, with their trees' slots, in 227 KiB of shared memory.
 constexpr int64_t kMaxStagedRowBytes = 112 * 1024;
-// Held rows of at most this many values per thread load their weights and
-// biases at the row's start (RowEmitter::pinned_).
-constexpr int64_t kPinnedValues = 16;
 bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // The domain of a row sub-graph: the operand shape of its reductions.
@@ -184,12 +181,6 @@ class RowEmitter {
   // stage: the row-shaped accesses copied into shared memory (access key →
   // byte offset in the staged region, its bytes), and per entry their
   // shared-memory row pointers (set once the copy has landed).
-  // Held rows of few values per thread: loads of what is the same for every
-  // row (weights, biases) that must stay where they are emitted, at the
-  // row's start next to the row's own loads (volatile: LLVM otherwise sinks
-  // them to their use after the block tree, which puts a second memory
-  // latency on the path of every short row).
-  std::set<std::string> pinned_;
   std::map<std::string, std::pair<int64_t, int64_t>> staged_;
   int64_t stagedBytes_ = 0;
   std::map<std::string, std::string> stagedPtr_;
@@ -554,10 +545,8 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
       std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + c.cols[slot] +
                                "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
       int align = std::min(16, vector_ * dtypeSize(dt));
-      const bool pin = pinned_.count(a.key()) > 0;
-      vec = w.assign(std::string("llvm.load ") + (pin ? "volatile " : "") + q + " {alignment = " +
-                     std::to_string(align) + " : i64" + (pin ? "" : loadFlags_) + "} : !llvm.ptr<1> -> vector<" +
-                     std::to_string(vector_) + "x" + st + ">");
+      vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) +
+                     " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> vector<" + std::to_string(vector_) + "x" + st + ">");
       loads[vkey] = vec;
     }
     std::string e = w.assign("llvm.extractelement " + vec + "[" + w.integer(lane, "i32") + " : i32] : vector<" +
@@ -1178,14 +1167,9 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
         if (!a.strides[j].isZero() && !isUnit(dom_[j])) return true;
       return false;
     };
-    pinned_.clear();
-    if (cfg_.cluster == 1 && static_cast<int64_t>(chunks) * vector_ <= kPinnedValues)
-      for (const auto& [key, a] : accesses_)
-        if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && !perRow(a)) pinned_.insert(key);
     for (const auto& [key, a] : accesses_)
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (cfg_.cluster == 1 || perRow(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
-    pinned_.clear();
     if (cfg_.cluster > 1) loadFlags_.clear();
     emitGathers();
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
