@@ -165,10 +165,12 @@ const char* kSweep[] = {
 };
 
 // Configs the `variants` mode exports: the grid of Triton's pointwise
-// kernels (twice the elements per block), bigger blocks, a resident grid.
+// kernels (twice the elements per block), bigger blocks, 64-bit indices,
+// and the grid-stride loop at the heuristic's own grid (max_blocks above
+// the chunk count: the loop form that every kernel had before the
+// straight-line one-chunk-per-block form).
 const char* kVariants[] = {
-    "", R"({"unroll": 2})", R"({"threads": 256})", R"({"threads": 256, "unroll": 2})", R"({"threads": 512})",
-    R"({"unroll": 4})", R"({"max_blocks": 2112})", R"({"index_bits": 64})",
+    "", R"({"unroll": 2})", R"({"threads": 256})", R"({"index_bits": 64})", R"({"max_blocks": 1073741824})",
 };
 
 enum class Mode { Cases, Sweep, Variants };

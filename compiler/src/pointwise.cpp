@@ -394,8 +394,19 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   // vector and no element-by-element tail at all.
   const bool wholeVectors = elementCount(out_).divisibleBy(vector_);
 
-  std::string c = body.fresh();
-  body.line("scf.for " + c + " = " + bid + " to " + nChunks + " step " + gdim + " : " + it() + " {");
+  // The chunk loop. A grid of one block per chunk (no max_blocks, a static
+  // size whose chunks the launcher's grid holds) needs no loop: each block
+  // takes the chunk of its index, straight-line.
+  std::string c;
+  const bool oneChunk = cfg_.maxBlocks == 0 && isStaticShape(out_) &&
+                        (staticElementCount(out_) + chunk - 1) / chunk <= 0x7fffffff;
+  if (oneChunk) {
+    c = bid;
+    body.line("scf.if " + body.assign("arith.cmpi ult, " + bid + ", " + nChunks + " : " + it()) + " {");
+  } else {
+    c = body.fresh();
+    body.line("scf.for " + c + " = " + bid + " to " + nChunks + " step " + gdim + " : " + it() + " {");
+  }
   body.indent();
   std::string cbase = body.assign("arith.muli " + c + ", " + chunkC + " : " + it());
   if (wholeVectors) {
