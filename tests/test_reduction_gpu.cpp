@@ -99,6 +99,30 @@ TEST_CASE("cross_entropy matches the reference per row and averaged, with i64 an
   }
 }
 
+// cross_entropy's mean is the grid tail of its row kernel: the last block to
+// finish reduces the per-row losses, counting finished blocks in the
+// workspace, where the counter must be back at zero after every launch.
+// Launches of one Kernel at changing row counts (the workspace grows and
+// shrinks around the counter, which stays at its start), each against the
+// reference, and a sum of row maxima (another tail).
+TEST_CASE("a row kernel's grid tail (cross_entropy's mean) is right launch after launch", "[gpu][reduction]") {
+  test::requireGpu();
+  DType t = GENERATE(DType::F32, DType::BF16);
+  test::GraphCase c = test::crossEntropyMean(t, DType::I64, {"R", 4096});
+  for (int64_t rows : {1000, 3, 1000, 20000, 1, 777}) {
+    INFO(c.label << " over " << rows << " rows");
+    Kernel k = runAndCheck(c.graph, optionsFor(c, rows));
+    INFO(k.explain());
+    CHECK(k.compiled().kernels.size() == 1);
+    CHECK(k.explain().find("last block to finish") != std::string::npos);
+  }
+  Graph g;
+  Tensor x = g.input("x", t, {"R", 333});
+  g.output("y", sum(max(x, 1), 0));
+  for (int64_t rows : {5, 4096, 5})
+    runAndCheck(g, {.dims = {{"R", rows}}, .ranges = {{"x", {-2, 2}}}});
+}
+
 // The picked logit is one load at the target's column; a target outside
 // the row (negative, like PyTorch's ignore_index -100, or >= C) picks 0,
 // as the masked sum it replaces does, and never reads out of bounds.

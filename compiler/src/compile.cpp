@@ -286,7 +286,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     } else {
       const int sm = smNumber(options.chip);
       auto buildRow = [&](const RowConfig& c) {
-        RowKernel rk = emitRowReduction(kp.graph, c, name, options.variants, sm);
+        RowKernel rk = emitRowReduction(kp.graph, c, name, options.variants, sm, kp.tail.get(), kp.tailCounter);
         return build(name, std::move(rk.mlir), std::move(rk.kernel), rk.ptxFeatures);
       };
       auto spills = [](const CompiledKernel& ck) {

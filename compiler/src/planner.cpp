@@ -585,12 +585,68 @@ Plan Planner::matmulKernel() {
   return plan;
 }
 
+namespace {
+
+// The one-value-per-row outputs of a row kernel (workspace or graph outputs)
+// reduced over all rows by the next and last kernel (cross-entropy's mean):
+// that kernel becomes the first one's grid tail, run by its last block to
+// finish, so the graph is one kernel. The tail reads only what the row
+// kernel writes, takes no scalars and reduces one row (its domain is
+// one-dimensional): one block, as the second kernel was.
+void foldGridTails(Plan& plan) {
+  const size_t n = plan.kernels.size();
+  if (n < 2) return;
+  KernelPlan& a = plan.kernels[n - 2];
+  KernelPlan& b = plan.kernels[n - 1];
+  if (a.kind != KernelPlan::Kind::RowReduction || b.kind != KernelPlan::Kind::RowReduction || a.tail) return;
+  std::set<std::string> written;
+  for (const GraphOutput& o : a.graph.outputs()) written.insert(o.name);
+  bool reduction = false;
+  for (int id = 0; id < b.graph.numNodes(); ++id) {
+    const Node& nd = b.graph.node(id);
+    if (nd.op == Op::Scalar) return;
+    if (nd.op == Op::Input && (!written.count(nd.name) || nd.shape.size() != 1)) return;
+    if (opClass(nd.op) == OpClass::Reduction) {
+      reduction = true;
+      if (b.graph.node(nd.inputs[0]).shape.size() != 1) return;  // one row
+    }
+  }
+  if (!reduction) return;
+  const std::string counter = "kiln_count" + std::to_string(n - 2);
+  a.tail = std::make_shared<Graph>(std::move(b.graph));
+  a.tailCounter = counter;
+  a.workspaceNames.insert(counter);
+  for (const std::string& w : b.workspaceNames) a.workspaceNames.insert(w);
+  std::string reads, writes;
+  for (int id : a.tail->params()) reads += (reads.empty() ? "" : ", ") + a.tail->node(id).name;
+  for (const GraphOutput& o : a.tail->outputs()) writes += (writes.empty() ? "" : ", ") + o.name;
+  a.why += "; then the last block to finish (blocks counted in " + counter + ", workspace) reduces " + reads +
+           " over all rows and writes " + writes + " (a reduction of this kernel's per-row results: its grid tail, "
+           "not a second kernel)";
+  plan.kernels.pop_back();
+  // The counter first: its place in the workspace never moves with the dims,
+  // so the zero it is left at (each launch's last block resets it) stays put.
+  KernelTensor c;
+  c.name = counter;
+  c.dtype = DType::I32;
+  c.shape = {Dim(1)};
+  c.workspace = true;
+  plan.workspace.insert(plan.workspace.begin(), c);
+  std::string explain;
+  for (const KernelPlan& k : plan.kernels) explain += k.why + "\n";
+  plan.explain = explain;
+}
+
+}  // namespace
+
 Plan planGraph(const Graph& g) {
   // Twice: the first pass may split a reduction into single-axis steps that
   // the second moves to the last axis.
   Graph ng = normalizeReductions(normalizeReductions(g));
   Planner p(ng);
-  return p.run();
+  Plan plan = p.run();
+  foldGridTails(plan);
+  return plan;
 }
 
 }  // namespace kiln::compiler

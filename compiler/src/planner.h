@@ -19,6 +19,7 @@
 //     sum from the norm's kernel), else one pointwise kernel per shape.
 #pragma once
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,6 +37,13 @@ struct KernelPlan {
   Graph graph;
   std::set<std::string> workspaceNames;  // names in `graph` that are workspace
   std::string why;
+  // A row kernel's grid tail: a one-row reduction over values this kernel
+  // writes (its inputs are this kernel's workspace outputs), run by the
+  // last block to finish (cross-entropy's mean over the per-row losses).
+  // `tailCounter`: the workspace tensor (i32[1], zero between launches)
+  // that counts finished blocks.
+  std::shared_ptr<Graph> tail;
+  std::string tailCounter;
 };
 
 struct Plan {

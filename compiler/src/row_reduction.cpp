@@ -49,6 +49,13 @@ class RowEmitter {
         k_(static_cast<int>(dom_.size())),
         deps_(g, k_, (uint64_t{1} << (k_ - 1)) - 1) {}  // a reduction's value: one per row
   RowKernel run(const std::string& name, EntryVariants variants);
+  // Grid tail (KernelPlan::tail): the one-row reduction `tail` run by this
+  // kernel's last block to finish, emitted as an internal function that the
+  // entries call (LLVM inlines it).
+  void setTail(const Graph* tail, const std::string& counter) {
+    tail_ = tail;
+    tailCounter_ = counter;
+  }
 
  private:
   // ---- analysis
@@ -75,6 +82,22 @@ class RowEmitter {
     std::vector<std::string> cols;   // per slot: the column of lane 0 (i32)
   };
   std::string emitEntry(const std::string& entry, int vector);
+  void prepare();
+  // This emitter as a grid tail: the function's text and name, its
+  // parameters (input names, output names, dims, in order) and its
+  // shared-memory slots.
+  struct TailFunction {
+    std::string text, name;
+    std::vector<std::string> inputs, outputs, dims;
+    int slots = 0;
+  };
+  TailFunction tailFunction(const std::string& fname);
+  void lastBlock(MlirWriter& w, const std::vector<std::string>& outPtrs);
+  const Graph* tail_ = nullptr;
+  std::string tailCounter_;
+  bool asTail_ = false;  // this emitter writes a grid tail function
+  std::string tidRaw_;   // the thread's index in the block (i32)
+  TailFunction tailFn_;
   std::string value(Ctx& c, int id, const Frame& f, int slot, int lane);
   std::string rowValue(int id, const Frame& f);
   std::string loadElement(Ctx& c, const Access& a, DType dt, int slot, int lane);
@@ -1044,7 +1067,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   exchange_.clear();
   exchangeEntries_ = 0;
   stagedPtr_.clear();
-  loadFlags_ = ", invariant";
+  loadFlags_ = asTail_ ? "" : ", invariant";
   // stage: the vector entry only (the scalar entry takes unaligned rows).
   const bool staging = cfg_.stage && vector > 1 && vector == cfg_.vector && !staged_.empty();
   std::string stageBase;
@@ -1060,13 +1083,40 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   pre.setIndent(2);
   row.setIndent(2);
 
-  KernelParams params = kernelParams(g_, inputs_, g_.outputs().size(), dims_, scalars_);
+  // A grid tail adds, after the outputs, the block counter and the tail's
+  // outputs; the outputs the tail reads back, and the counter, lose
+  // `writeonly`. A tail function's parameters carry no attributes (it is
+  // inlined into an entry whose own say what holds).
+  const size_t numOut = g_.outputs().size();
+  KernelParams params =
+      kernelParams(g_, inputs_, numOut + (tail_ ? 1 + tailFn_.outputs.size() : 0), dims_, scalars_);
+  auto strip = [&](const std::string& arg, const std::string& attrs, const std::string& to) {
+    const std::string from = arg + ": !llvm.ptr<1> " + attrs;
+    size_t at = params.signature.find(from + ",");
+    if (at == std::string::npos && params.signature.size() >= from.size() &&
+        params.signature.compare(params.signature.size() - from.size(), from.size(), from) == 0)
+      at = params.signature.size() - from.size();
+    if (at != std::string::npos) params.signature.replace(at, from.size(), arg + ": !llvm.ptr<1>" + to);
+  };
+  if (tail_) {
+    strip(params.outputs[numOut], "{llvm.noalias, llvm.writeonly}", " {llvm.noalias}");
+    for (size_t o = 0; o < numOut; ++o)
+      if (std::find(tailFn_.inputs.begin(), tailFn_.inputs.end(), g_.outputs()[o].name) != tailFn_.inputs.end())
+        strip(params.outputs[o], "{llvm.noalias, llvm.writeonly}", " {llvm.noalias}");
+  }
+  if (asTail_) {
+    for (const auto& [id, arg] : params.argOf) strip(arg, "{llvm.noalias, llvm.readonly}", "");
+    for (const std::string& arg : params.outputs) strip(arg, "{llvm.noalias, llvm.writeonly}", "");
+  }
   argOf_ = params.argOf;
   dimArg_ = params.dimArg;
   outPtr_ = params.outputs;
 
   std::string tid = pre.assign("arith.index_cast " + pre.assign("gpu.thread_id x") + " : index to i32");
-  std::string bid = pre.assign("arith.index_cast " + pre.assign("gpu.block_id x") + " : index to i64");
+  // A grid tail reduces row 0 with whichever block runs it.
+  std::string bid = asTail_ ? pre.integer(0, "i64")
+                            : pre.assign("arith.index_cast " + pre.assign("gpu.block_id x") + " : index to i64");
+  tidRaw_ = tid;
   Poly rowsPoly = Poly::constant(1);
   for (int j = 0; j + 1 < k_; ++j) rowsPoly = rowsPoly * Poly::of(dom_[j]);
   std::string rowValid;
@@ -1222,7 +1272,41 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     row.line("scf.yield " + next + " : i64");
     loop.append(row.text());
     loop.line("}");
+    if (tail_) lastBlock(loop, params.outputs);
     std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, loop);
+    pre_ = row_ = nullptr;
+    return text;
+  }
+  if (asTail_) {
+    // An internal function (inlined into the entries that call it).
+    std::string text = "    llvm.func internal @" + entry + "(" + params.signature + ") {\n";
+    auto reindent = [](const std::string& s) {
+      std::string out;
+      for (size_t start = 0; start < s.size();) {
+        size_t end = s.find('\n', start);
+        out += "  " + s.substr(start, end - start + 1);
+        start = end + 1;
+      }
+      return out;
+    };
+    text += reindent(pre.text()) + reindent(row.text()) + "      llvm.return\n    }\n";
+    pre_ = row_ = nullptr;
+    return text;
+  }
+  if (tail_) {
+    // Only blocks with rows do the row work (a tail kernel launches one
+    // block even for no rows, for the tail's results); then the last block.
+    MlirWriter body = head.sibling();
+    body.setIndent(2);
+    std::string rows = poly(rowsPoly);
+    std::string first = rowsPerBlock > 1
+                            ? pre.assign("arith.muli " + bid + ", " + pre.integer(rowsPerBlock, "i64") + " : i64")
+                            : bid;
+    body.line("scf.if " + body.assign("arith.cmpi ult, " + first + ", " + rows + " : i64") + " {");
+    body.append(row.text());
+    body.line("}");
+    lastBlock(body, params.outputs);
+    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, body);
     pre_ = row_ = nullptr;
     return text;
   }
@@ -1231,7 +1315,68 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   return text;
 }
 
-RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
+// The grid tail's call: every block makes its writes visible device-wide
+// (fence) and its thread 0 counts the block finished; the block that counts
+// last (it sees every other block's writes: the counter's acq_rel atomic
+// and the fences order them) runs the tail with all its threads, and its
+// thread 0 puts the counter back to zero for the next launch. The flag
+// travels through shared memory at offset 0, which the row work no longer
+// uses by then (a tail kernel does not stage rows).
+void RowEmitter::lastBlock(MlirWriter& w, const std::vector<std::string>& outPtrs) {
+  const size_t numOut = g_.outputs().size();
+  const std::string counter = outPtrs.at(numOut);
+  const std::string fence = "llvm.inline_asm has_side_effects \"fence.acq_rel.gpu;\", \"~{memory}\"  : () -> ()";
+  w.line(fence);
+  w.line("gpu.barrier");
+  std::string flag = w.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
+  std::string first = w.assign("arith.cmpi eq, " + tidRaw_ + ", " + w.integer(0, "i32") + " : i32");
+  w.line("scf.if " + first + " {");
+  w.indent();
+  std::string old = w.assign("llvm.atomicrmw add " + counter + ", " + w.integer(1, "i32") + " acq_rel : !llvm.ptr<1>, i32");
+  std::string grid = w.assign("arith.index_cast " + w.assign("gpu.grid_dim x") + " : index to i32");
+  std::string last = w.assign("arith.cmpi eq, " + old + ", " +
+                              w.assign("arith.subi " + grid + ", " + w.integer(1, "i32") + " : i32") + " : i32");
+  w.line("llvm.store " + w.assign("arith.extui " + last + " : i1 to i32") + ", " + flag + " : i32, !llvm.ptr<3>");
+  w.dedent();
+  w.line("}");
+  w.line("gpu.barrier");
+  std::string seen = w.assign("llvm.load " + flag + " : !llvm.ptr<3> -> i32");
+  w.line("gpu.barrier");  // every thread has read the flag before the tail's trees reuse the memory
+  w.line("scf.if " + w.assign("arith.cmpi ne, " + seen + ", " + w.integer(0, "i32") + " : i32") + " {");
+  w.indent();
+  w.line(fence);
+  std::vector<std::string> args, types;
+  for (const std::string& in : tailFn_.inputs) {
+    size_t o = 0;
+    while (o < numOut && g_.outputs()[o].name != in) ++o;
+    if (o == numOut) throw Error("kiln: internal: grid tail reads '" + in + "', which the row kernel does not write");
+    args.push_back(outPtrs[o]);
+    types.push_back("!llvm.ptr<1>");
+  }
+  for (size_t j = 0; j < tailFn_.outputs.size(); ++j) {
+    args.push_back(outPtrs.at(numOut + 1 + j));
+    types.push_back("!llvm.ptr<1>");
+  }
+  for (const std::string& d : tailFn_.dims) {
+    args.push_back(dimArg_.at(d));
+    types.push_back("i64");
+  }
+  std::string a, t;
+  for (size_t i = 0; i < args.size(); ++i) {
+    a += (i ? ", " : "") + args[i];
+    t += (i ? ", " : "") + types[i];
+  }
+  w.line("llvm.call @" + tailFn_.name + "(" + a + ") : (" + t + ") -> ()");
+  w.line("scf.if " + first + " {");
+  w.indent();
+  w.line("llvm.store " + w.integer(0, "i32") + ", " + counter + " : i32, !llvm.ptr<1>");
+  w.dedent();
+  w.line("}");
+  w.dedent();
+  w.line("}");
+}
+
+void RowEmitter::prepare() {
   Shape rows(dom_.begin(), dom_.end() - 1);
   for (size_t o = 0; o < g_.outputs().size(); ++o) {
     const Node& n = g_.node(g_.outputs()[o].node);
@@ -1272,6 +1417,38 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     DType dt = g_.node(o.node).dtype;
     if (dt != DType::BF16 && dt != DType::F16) elementOptions_.approxTranscendentals = false;
   }
+}
+
+// The grid tail as an internal function: one row (the tail's domain is
+// one-dimensional) reduced by the calling block's threads, row index 0,
+// loads not invariant (other blocks wrote the values during this kernel).
+RowEmitter::TailFunction RowEmitter::tailFunction(const std::string& fname) {
+  asTail_ = true;
+  prepare();
+  TailFunction t;
+  t.name = fname;
+  t.text = emitEntry(fname, 1);
+  t.slots = smemSlots_;
+  for (int id : inputs_) t.inputs.push_back(g_.node(id).name);
+  for (const GraphOutput& o : g_.outputs()) t.outputs.push_back(o.name);
+  t.dims = dims_;
+  return t;
+}
+
+RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
+  Shape rows(dom_.begin(), dom_.end() - 1);
+  prepare();
+  if (tail_) {
+    RowConfig tc;
+    tc.persistent = false;
+    tc.vector = 1;
+    tc.unroll = 4;
+    tc.threadsPerRow = tc.threads = cfg_.threads;  // the calling block's threads
+    RowEmitter te(*tail_, tc);
+    tailFn_ = te.tailFunction(name + "_tail");
+    for (const std::string& d : tailFn_.dims)
+      if (std::find(dims_.begin(), dims_.end(), d) == dims_.end()) dims_.push_back(d);
+  }
 
   RowKernel out;
   CompiledKernel& k = out.kernel;
@@ -1292,8 +1469,9 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     slots = std::max(slots, smemSlots_);
   }
   std::string mlir = "module attributes {gpu.container_module} {\n  gpu.module @kiln_kernels {\n";
-  if (cfg_.threadsPerRow > 32)
+  if (cfg_.threadsPerRow > 32 || tail_)
     mlir += "    llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>\n";
+  if (tail_) mlir += tailFn_.text;
   out.mlir = mlir + body + "  }\n}\n";
 
   const bool hasVector = V > 1 && variants != EntryVariants::ScalarOnly;
@@ -1316,6 +1494,17 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
                          .output = true,
                          .alignment = full && hasVector ? std::min(16, V * dtypeSize(n.dtype)) : 0});
   }
+  if (tail_) {
+    // After the outputs, as in the entries' parameters: the block counter,
+    // then the tail's outputs.
+    k.tensors.push_back({.name = tailCounter_, .dtype = DType::I32, .shape = {Dim(1)}, .output = true, .alignment = 0});
+    for (const GraphOutput& o : tail_->outputs())
+      k.tensors.push_back({.name = o.name,
+                           .dtype = tail_->node(o.node).dtype,
+                           .shape = tail_->node(o.node).shape,
+                           .output = true,
+                           .alignment = 0});
+  }
   k.dims = dims_;
   for (int id : scalars_) k.scalars.push_back({g_.node(id).name, g_.node(id).dtype});
   k.launch.threadsPerBlock = cfg_.threads;
@@ -1324,6 +1513,11 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   k.launch.maxBlocks = 0;
   k.launch.cluster = cfg_.cluster;
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
+  if (tail_) {
+    // The flag, then the tail's trees (from offset 0 too, after the flag is read).
+    k.launch.sharedBytes = std::max({k.launch.sharedBytes, 16, tailFn_.slots * (cfg_.threads / 32) * 8});
+    k.launch.minBlocks = cfg_.cluster;
+  }
   if (cfg_.stage) {
     k.launch.sharedBytes += 16 + static_cast<int>(stagedBytes_);
     out.ptxFeatures = "+ptx80";  // cp.async.bulk, mbarrier expect_tx (PTX ISA 8.0)
@@ -1612,7 +1806,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
 }
 
 RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name, EntryVariants variants,
-                           int sm) {
+                           int sm, const Graph* tail, const std::string& tailCounter) {
   RowConfig c = config;
   const Shape d = domainOf(g);
   if (c.cluster > 1 && sm < 90)
@@ -1643,7 +1837,16 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   // Staging is a looped form with one row per block and a static row.
   if (c.stage && (c.persistent || c.cluster > 1 || c.threadsPerRow < 32 || d.back().isDynamic())) c.stage = false;
   if (c.threadsPerRow < 32 && (c.threads % 32 != 0 || c.threads < 32)) c.threads = 128;
+  if (tail) {
+    // The tail runs on one block's threads (a power of two for its tree),
+    // after every block's rows: clusters loop over rows, nothing is staged
+    // (the flag and the tail's trees reuse shared memory from offset 0).
+    if (c.threadsPerRow < 32 && !isPow2(c.threads)) c.threads = 128;
+    if (c.cluster > 1) c.rowLoop = true;
+    c.stage = false;
+  }
   RowEmitter e(g, c);
+  if (tail) e.setTail(tail, tailCounter);
   return e.run(name, variants);
 }
 

@@ -74,8 +74,12 @@ struct RowKernel {
 };
 // `g` is a planner sub-graph: its outputs are either of the domain's shape
 // or one value per row. `sm`: the target's SM number; a cluster config on a
-// target below sm_90 is a kiln::Error.
+// target below sm_90 is a kiln::Error. `tail` (with `tailCounter`, an i32[1]
+// workspace tensor at zero): a one-row reduction graph over outputs of `g`
+// that the last block to finish runs (KernelPlan::tail); its outputs join
+// the kernel's, after the counter.
 RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name,
-                           EntryVariants variants = EntryVariants::All, int sm = 90);
+                           EntryVariants variants = EntryVariants::All, int sm = 90, const Graph* tail = nullptr,
+                           const std::string& tailCounter = "");
 
 }  // namespace kiln::compiler

@@ -77,8 +77,9 @@ compiler::KernelTensor tensorFrom(const json& j) {
 // 2: tensor maps (the sm_90a matmul); 3: the large texts and the cubin as
 // raw blobs after the CBOR head (nlohmann's CBOR reader copies strings byte
 // by byte: a matmul entry's 236 KB of PTX took about 1 ms to parse); 4: the
-// launch geometry's tile (matmul grids count output tiles); 5: its cluster.
-constexpr int kFormat = 5;
+// launch geometry's tile (matmul grids count output tiles); 5: its cluster;
+// 6: its minimum blocks (a row kernel's grid tail).
+constexpr int kFormat = 6;
 
 }  // namespace
 
@@ -148,7 +149,7 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["entries"] = json::array();
     for (const auto& e : k.entries) jk["entries"].push_back({{"name", e.name}, {"vectorized", e.vectorized}});
     jk["launch"] = {{"threads", k.launch.threadsPerBlock}, {"elements_per_block", k.launch.elementsPerBlock},
-                    {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks},
+                    {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks}, {"min_blocks", k.launch.minBlocks},
                     {"shared_bytes", k.launch.sharedBytes}, {"tile", k.launch.tile}, {"cluster", k.launch.cluster}};
     jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
@@ -207,6 +208,7 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       k.launch.elementsPerBlock = l.at("elements_per_block").get<int64_t>();
       k.launch.iterShape = shapeFrom(l.at("iter_shape"));
       k.launch.maxBlocks = l.at("max_blocks").get<int64_t>();
+      k.launch.minBlocks = l.at("min_blocks").get<int64_t>();
       k.launch.sharedBytes = l.at("shared_bytes").get<int>();
       k.launch.tile = l.at("tile").get<std::vector<int64_t>>();
       k.launch.cluster = l.at("cluster").get<int>();

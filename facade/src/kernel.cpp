@@ -177,7 +177,7 @@ void loadScalarEntries(Kernel::Impl& impl) {
       for (size_t t = 0; t < ck.tensors.size(); ++t)
         if (ck.tensors[t].name != pk.ck->tensors[t].name) planMismatch(i, ck, *pk.ck, "other tensors");
       if (a.threadsPerBlock != b.threadsPerBlock || a.elementsPerBlock != b.elementsPerBlock ||
-          a.maxBlocks != b.maxBlocks || a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape ||
+          a.maxBlocks != b.maxBlocks || a.minBlocks != b.minBlocks || a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape ||
           a.tile != b.tile || a.cluster != b.cluster)
         planMismatch(i, ck, *pk.ck, "another launch geometry");
       const compiler::KernelEntry* entry = nullptr;
@@ -523,6 +523,7 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
   if (g.elementsPerBlock < 1) throw bad("elements per block below 1");
   r.elementsPerBlock = g.elementsPerBlock;
   r.maxBlocks = g.maxBlocks;
+  r.minBlocks = g.minBlocks;
   if (g.cluster < 1 || (g.maxBlocks > 0 && g.maxBlocks < g.cluster)) throw bad("a cluster size below 1 or above max blocks");
   r.cluster = g.cluster;
   const size_t lead = g.iterShape.size() - g.tile.size();

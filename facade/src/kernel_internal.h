@@ -22,6 +22,7 @@ struct GridRule {
   int64_t elementsPerBlock = 1;
   int64_t maxBlocks = 0;
   int64_t cluster = 1;
+  int64_t minBlocks = 0;
 
   // `kernelDims`: the kernel's dynamic dims (CompiledKernel::dims), in the
   // order dimValue takes them. A geometry that names other dims or has bad
@@ -32,11 +33,12 @@ struct GridRule {
   int64_t blocks(const DimValue& dimValue) const {
     int64_t total = staticCount;
     for (const auto& [d, t] : dynamic) total *= (dimValue(static_cast<size_t>(d)) + t - 1) / t;
-    if (total <= 0) return 0;
+    if (total <= 0) return minBlocks;
     int64_t units = (total + elementsPerBlock - 1) / elementsPerBlock;
     int64_t cap = (maxBlocks > 0 ? maxBlocks : 0x7fffffff) / cluster;
     if (cap > 0x7fffffff / cluster) cap = 0x7fffffff / cluster;
-    return (units > cap ? cap : units) * cluster;
+    const int64_t blocks = (units > cap ? cap : units) * cluster;
+    return blocks < minBlocks ? minBlocks : blocks;
   }
 };
 

@@ -95,6 +95,12 @@ void Workspace::grow(size_t bytes) {
     capacity_ = 0;
   }
   buffer_ = rt::DeviceBuffer(bytes);  // cuMemAlloc: 256-byte aligned
+  // Zeroed, and the zero in place before any launch that follows (on any
+  // stream): a grid tail's block counter starts at zero, and each launch's
+  // last block leaves it there.
+  buffer_.fill(0);
+  rt::ensureContext();
+  rt::check(rt::driver().ctxSynchronize(), "cuCtxSynchronize (after zeroing a kernel workspace)");
   capacity_ = bytes;
 }
 

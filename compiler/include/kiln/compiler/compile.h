@@ -63,6 +63,10 @@ struct LaunchGeometry {
   // Blocks per cluster (along x): each counted unit gets this many blocks
   // (launched as clusters); maxBlocks caps the blocks.
   int cluster = 1;
+  // At least this many blocks, even for an empty iteration space: a kernel
+  // whose last block computes results that exist for no rows too (a grid
+  // tail's mean over zero rows). 0: none then.
+  int64_t minBlocks = 0;
 };
 
 // A TMA tensor map the launcher builds for the kernel: the kernel takes one
