@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   Kernel k = compile(g);
   std::printf("-- residual add + rmsnorm\n%s", k.explain().c_str());
 
-  // 2. A graph that needs two kernels: the mean cross-entropy loss.
+  // 2. The mean cross-entropy loss: one kernel, whose last block to finish
+  //    takes the mean of the per-row losses (explain() says so).
   Graph ce;
   Tensor logits = ce.input("logits", DType::BF16, {"rows", 32768});
   Tensor targets = ce.input("targets", DType::I64, {"rows"});
