@@ -188,22 +188,28 @@ void memoryBound(DType t, int64_t m, int64_t n, Mode mode) {
     in.host.emplace(name, std::move(h));
     in.dev.emplace(name, std::move(d));
   }
+  // The cases' graphs over [rows, n] (the sweep and variant modes reuse them).
+  Builder add = [&](int64_t rows) {
+    Graph g;
+    g.output("out", g.input("x", t, {rows, n}) + g.input("y", t, {rows, n}));
+    return g;
+  };
+  Builder fma = [&](int64_t rows) {
+    Graph g;
+    Tensor x = g.input("x", t, {rows, n}), y = g.input("y", t, {rows, n}), z = g.input("z", t, {rows, n});
+    g.output("out", x * y + z);
+    return g;
+  };
+  Builder gelu = [&](int64_t rows) {
+    Graph g;
+    g.output("out", gelu_tanh(g.input("x", t, {rows, n}) + g.input("b", t, {n})));
+    return g;
+  };
   if (mode == Mode::Variants) {
     // The cases where kiln and torch.compile are closest, with configs
     // around the heuristic's, exported (KILN_EXPORT_KERNELS) for
     // bench/anchors_pointwise.py's `variants` mode, which times each next to
     // torch.compile in rounds.
-    Builder fma = [&](int64_t rows) {
-      Graph g;
-      Tensor x = g.input("x", t, {rows, n}), y = g.input("y", t, {rows, n}), z = g.input("z", t, {rows, n});
-      g.output("out", x * y + z);
-      return g;
-    };
-    Builder add = [&](int64_t rows) {
-      Graph g;
-      g.output("out", g.input("x", t, {rows, n}) + g.input("y", t, {rows, n}));
-      return g;
-    };
     for (const char* o : kVariants) {
       benchCase("fma x*y+z", fma, in, tag.c_str(), o);
       benchCase("add", add, in, tag.c_str(), o);
@@ -211,39 +217,15 @@ void memoryBound(DType t, int64_t m, int64_t n, Mode mode) {
     return;
   }
   if (sweep) {
-    Builder fma = [&](int64_t rows) {
-      Graph g;
-      Tensor x = g.input("x", t, {rows, n}), y = g.input("y", t, {rows, n}), z = g.input("z", t, {rows, n});
-      g.output("out", x * y + z);
-      return g;
-    };
-    Builder gelu = [&](int64_t rows) {
-      Graph g;
-      g.output("out", gelu_tanh(g.input("x", t, {rows, n}) + g.input("b", t, {n})));
-      return g;
-    };
     for (const char* o : kSweep) {
       benchCase("sweep fma x*y+z", fma, in, tag.c_str(), o);
       benchCase("sweep gelu(x+b)", gelu, in, tag.c_str(), o);
     }
     return;
   }
-  benchCase("add", [&](int64_t rows) {
-    Graph g;
-    g.output("out", g.input("x", t, {rows, n}) + g.input("y", t, {rows, n}));
-    return g;
-  }, in, tag.c_str());
-  benchCase("fma x*y+z", [&](int64_t rows) {
-    Graph g;
-    Tensor x = g.input("x", t, {rows, n}), y = g.input("y", t, {rows, n}), z = g.input("z", t, {rows, n});
-    g.output("out", x * y + z);
-    return g;
-  }, in, tag.c_str());
-  benchCase("gelu(x+b)", [&](int64_t rows) {
-    Graph g;
-    g.output("out", gelu_tanh(g.input("x", t, {rows, n}) + g.input("b", t, {n})));
-    return g;
-  }, in, tag.c_str());
+  benchCase("add", add, in, tag.c_str());
+  benchCase("fma x*y+z", fma, in, tag.c_str());
+  benchCase("gelu(x+b)", gelu, in, tag.c_str());
   benchCase("chain of 6", [&](int64_t rows) {
     Graph g;
     Tensor c = g.input("x", t, {rows, n});

@@ -35,6 +35,19 @@ test::RunOptions optionsFor(const test::GraphCase& c, int64_t rows) {
   return {.dims = {{"R", rows}}, .ranges = c.ranges, .tolScale = c.tolScale, .relFloor = c.relFloor};
 }
 
+// Every reduction op (keepdim false) and the op library's composites in f32
+// and bf16 over [R, len]: the cases a schedule form must get right. The same
+// number of cases at every len, so that GENERATE over their indices is one
+// list whichever len the outer GENERATE picked.
+std::vector<test::GraphCase> everyRowCase(int64_t len) {
+  std::vector<test::GraphCase> cases = test::reductionSweep({"R", len}, {false});
+  for (DType t : {DType::F32, DType::BF16})
+    for (test::GraphCase& g : test::rowComposites(t, {"R", len})) cases.push_back(std::move(g));
+  const size_t n = test::reductionSweep({"R", 1}, {false}).size() + 2 * test::rowComposites(DType::F32, {"R", 1}).size();
+  REQUIRE(cases.size() == n);
+  return cases;
+}
+
 // Sets element `col` of row `row` of a [rows, len] input.
 void setAt(HostTensor& t, int64_t row, int64_t col, double v) { t.set(row * t.shape().back() + col, v); }
 
@@ -302,12 +315,8 @@ TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu]
   co.rowConfigOverride = "{\"persistent\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
                          ", \"cluster\": " + std::to_string(c.cluster) + ", \"row_loop\": " + (c.loop ? "1" : "0") + "}";
   const std::string want = "clusters of " + std::to_string(c.cluster) + " blocks";
-  std::vector<test::GraphCase> cases = test::reductionSweep({"R", c.len}, {false});
-  for (DType t : {DType::F32, DType::BF16})
-    for (test::GraphCase& g : test::rowComposites(t, {"R", c.len})) cases.push_back(std::move(g));
-  const size_t n = test::reductionSweep({"R", 1}, {false}).size() + 2 * test::rowComposites(DType::F32, {"R", 1}).size();
-  REQUIRE(cases.size() == n);
-  const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, n)));
+  std::vector<test::GraphCase> cases = everyRowCase(c.len);
+  const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
   INFO(g.label << " over " << rows << " rows, " << co.rowConfigOverride);
   test::RunOptions o = optionsFor(g, rows);
   o.compile = co;
@@ -337,12 +346,8 @@ TEST_CASE("rows staged in shared memory by bulk copies match the reference", "[g
   CompileOptions co;
   co.rowConfigOverride = "{\"persistent\": 0, \"stage\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
                          ", \"unroll\": " + std::to_string(c.unroll) + "}";
-  std::vector<test::GraphCase> cases = test::reductionSweep({"R", c.len}, {false});
-  for (DType t : {DType::F32, DType::BF16})
-    for (test::GraphCase& g : test::rowComposites(t, {"R", c.len})) cases.push_back(std::move(g));
-  const size_t n = test::reductionSweep({"R", 1}, {false}).size() + 2 * test::rowComposites(DType::F32, {"R", 1}).size();
-  REQUIRE(cases.size() == n);
-  const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, n)));
+  std::vector<test::GraphCase> cases = everyRowCase(c.len);
+  const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
   INFO(g.label << " over " << rows << " rows, " << co.rowConfigOverride);
   test::RunOptions o = optionsFor(g, rows);
   o.compile = co;

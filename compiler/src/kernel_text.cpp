@@ -13,7 +13,8 @@ int smNumber(const std::string& chip) {
 }
 
 KernelParams kernelParams(const Graph& g, const std::vector<int>& inputs, size_t numOutputs,
-                          const std::vector<std::string>& dims, const std::vector<int>& scalars) {
+                          const std::vector<std::string>& dims, const std::vector<int>& scalars,
+                          const ParamOptions& options) {
   KernelParams p;
   int argNo = 0;
   auto addArg = [&](const std::string& type, const std::string& attrs) {
@@ -22,25 +23,38 @@ KernelParams kernelParams(const Graph& g, const std::vector<int>& inputs, size_t
     p.signature += name + ": " + type + (attrs.empty() ? "" : " " + attrs);
     return name;
   };
-  for (int id : inputs) p.argOf[id] = addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.readonly}");
-  for (size_t o = 0; o < numOutputs; ++o) p.outputs.push_back(addArg("!llvm.ptr<1>", "{llvm.noalias, llvm.writeonly}"));
+  const std::string in = options.plain ? "" : "{llvm.noalias, llvm.readonly}";
+  for (int id : inputs) p.argOf[id] = addArg("!llvm.ptr<1>", in);
+  for (size_t o = 0; o < numOutputs; ++o)
+    p.outputs.push_back(addArg("!llvm.ptr<1>", options.plain             ? ""
+                                               : options.readBack.count(o) ? "{llvm.noalias}"
+                                                                           : "{llvm.noalias, llvm.writeonly}"));
   for (const std::string& d : dims) p.dimArg[d] = addArg("i64", "");
   for (int id : scalars) p.argOf[id] = addArg(computeType(g.node(id).dtype), "");
   return p;
 }
 
+namespace {
+std::string reindent(const std::string& s) {  // two more levels: inside gpu.module and the function
+  std::string out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\n', start);
+    out += "  " + s.substr(start, end - start + 1);
+    start = end + 1;
+  }
+  return out;
+}
+}  // namespace
+
+std::string internalFuncText(const std::string& name, const std::string& signature, const MlirWriter& pre,
+                             const MlirWriter& body) {
+  return "    llvm.func internal @" + name + "(" + signature + ") {\n" + reindent(pre.text()) + reindent(body.text()) +
+         "      llvm.return\n    }\n";
+}
+
 std::string gpuFuncText(const std::string& entry, const std::string& signature, int threadsPerBlock,
                         const MlirWriter& pre, const MlirWriter& body) {
-  auto reindent = [](const std::string& s) {  // two more levels: inside gpu.module and gpu.func
-    std::string out;
-    size_t start = 0;
-    while (start < s.size()) {
-      size_t end = s.find('\n', start);
-      out += "  " + s.substr(start, end - start + 1);
-      start = end + 1;
-    }
-    return out;
-  };
   return "    gpu.func @" + entry + "(" + signature + ") kernel attributes {known_block_size = array<i32: " +
          std::to_string(threadsPerBlock) + ", 1, 1>} {\n" + reindent(pre.text()) + reindent(body.text()) +
          "      gpu.return\n    }\n";

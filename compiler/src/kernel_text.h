@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,13 +25,24 @@ struct KernelParams {
   std::vector<std::string> outputs;            // output pointers, in order
   std::map<std::string, std::string> dimArg;   // dim name → its i64 argument
 };
+// `readBack`: output indices the kernel also reads (they lose `writeonly`);
+// `plain`: no pointer attributes at all (an internal function inlined into
+// entries whose own parameters say what holds).
+struct ParamOptions {
+  std::set<size_t> readBack;
+  bool plain = false;
+};
 KernelParams kernelParams(const Graph& g, const std::vector<int>& inputs, size_t numOutputs,
-                          const std::vector<std::string>& dims, const std::vector<int>& scalars);
+                          const std::vector<std::string>& dims, const std::vector<int>& scalars,
+                          const ParamOptions& options = {});
 
 // "gpu.func @entry(signature) kernel ..." with `pre` (entry-block values)
 // and `body` spliced in, both written at indent 2.
 std::string gpuFuncText(const std::string& entry, const std::string& signature, int threadsPerBlock,
                         const MlirWriter& pre, const MlirWriter& body);
+// The same as an internal `llvm.func` (a device function LLVM inlines).
+std::string internalFuncText(const std::string& name, const std::string& signature, const MlirWriter& pre,
+                             const MlirWriter& body);
 
 // The value of `p` in `type` (i32 or i64), computed in `w` from the dims'
 // arguments (not memoized: callers keep their own memo).

@@ -1088,26 +1088,16 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   // `writeonly`. A tail function's parameters carry no attributes (it is
   // inlined into an entry whose own say what holds).
   const size_t numOut = g_.outputs().size();
-  KernelParams params =
-      kernelParams(g_, inputs_, numOut + (tail_ ? 1 + tailFn_.outputs.size() : 0), dims_, scalars_);
-  auto strip = [&](const std::string& arg, const std::string& attrs, const std::string& to) {
-    const std::string from = arg + ": !llvm.ptr<1> " + attrs;
-    size_t at = params.signature.find(from + ",");
-    if (at == std::string::npos && params.signature.size() >= from.size() &&
-        params.signature.compare(params.signature.size() - from.size(), from.size(), from) == 0)
-      at = params.signature.size() - from.size();
-    if (at != std::string::npos) params.signature.replace(at, from.size(), arg + ": !llvm.ptr<1>" + to);
-  };
+  ParamOptions po;
+  po.plain = asTail_;
   if (tail_) {
-    strip(params.outputs[numOut], "{llvm.noalias, llvm.writeonly}", " {llvm.noalias}");
+    po.readBack.insert(numOut);  // the counter
     for (size_t o = 0; o < numOut; ++o)
       if (std::find(tailFn_.inputs.begin(), tailFn_.inputs.end(), g_.outputs()[o].name) != tailFn_.inputs.end())
-        strip(params.outputs[o], "{llvm.noalias, llvm.writeonly}", " {llvm.noalias}");
+        po.readBack.insert(o);
   }
-  if (asTail_) {
-    for (const auto& [id, arg] : params.argOf) strip(arg, "{llvm.noalias, llvm.readonly}", "");
-    for (const std::string& arg : params.outputs) strip(arg, "{llvm.noalias, llvm.writeonly}", "");
-  }
+  KernelParams params =
+      kernelParams(g_, inputs_, numOut + (tail_ ? 1 + tailFn_.outputs.size() : 0), dims_, scalars_, po);
   argOf_ = params.argOf;
   dimArg_ = params.dimArg;
   outPtr_ = params.outputs;
@@ -1278,18 +1268,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     return text;
   }
   if (asTail_) {
-    // An internal function (inlined into the entries that call it).
-    std::string text = "    llvm.func internal @" + entry + "(" + params.signature + ") {\n";
-    auto reindent = [](const std::string& s) {
-      std::string out;
-      for (size_t start = 0; start < s.size();) {
-        size_t end = s.find('\n', start);
-        out += "  " + s.substr(start, end - start + 1);
-        start = end + 1;
-      }
-      return out;
-    };
-    text += reindent(pre.text()) + reindent(row.text()) + "      llvm.return\n    }\n";
+    std::string text = internalFuncText(entry, params.signature, pre, row);  // inlined into the entries
     pre_ = row_ = nullptr;
     return text;
   }
