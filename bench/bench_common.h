@@ -46,7 +46,8 @@ inline void exportKernel(const std::string& op, const Kernel& k) {
     total *= (lg.iterShape[a].size + t - 1) / t;
   }
   int64_t grid = (total + lg.elementsPerBlock - 1) / lg.elementsPerBlock;
-  if (lg.maxBlocks > 0 && grid > lg.maxBlocks) grid = lg.maxBlocks;
+  const int64_t cap = k.maxBlocks(0);  // a resident grid: the blocks that fit at once
+  if (cap > 0 && grid > cap) grid = cap;
   const std::string file = "k" + std::to_string(n++) + ".cubin";
   std::ofstream(std::string(dir) + "/" + file, std::ios::binary)
       .write(ck.cubin.data(), static_cast<std::streamsize>(ck.cubin.size()));

@@ -493,6 +493,71 @@ TEST_CASE("rows staged in shared memory by bulk copies: every composite, spill-f
   }
 }
 
+TEST_CASE("held rows with the next row prefetched by bulk copies: every composite, spill-free, sm_90 only",
+          "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16);
+  struct C {
+    int64_t len;
+    int threads, cluster;
+  };
+  const C c = GENERATE(C{4096, 256, 1}, C{4104, 512, 1}, C{32768, 512, 2});  // 4104: a partial chunk
+  std::vector<test::GraphCase> cases = test::rowComposites(t, {"N", c.len});
+  for (const test::GraphCase& gc : cases) {
+    INFO(gc.label << " at " << c.len << ", " << c.threads << " threads, clusters of " << c.cluster);
+    compiler::CompileOptions o;
+    o.rowConfigOverride = "{\"persistent\": 1, \"prefetch\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                          ", \"cluster\": " + std::to_string(c.cluster) + "}";
+    compiler::CompiledGraph cg = compiler::compileGraph(gc.graph, o);
+    for (const compiler::CompiledKernel& k : cg.kernels) {
+      checkKernelArtifacts(k);
+      // cross_entropy's mean kernel (a grid tail, or a kernel over one row
+      // of per-row losses) has nothing that differs between rows.
+      const bool rows = std::any_of(k.tensors.begin(), k.tensors.end(), [](const compiler::KernelTensor& kt) {
+        return !kt.output && kt.shape.size() == 2;
+      });
+      if (!rows) continue;
+      INFO(k.config);
+      CHECK_THAT(k.config, Contains("\"prefetch\": 1"));
+      // The blocks that fit at once loop over the rows.
+      CHECK(k.launch.resident);
+      CHECK_THAT(k.ptx, Contains(".version 8.0"));
+      CHECK_THAT(k.ptx, Contains("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
+      CHECK_THAT(k.ptx, Contains("fence.proxy.async.shared::cta"));
+      CHECK_THAT(k.ptx, Contains("mbarrier.try_wait.parity.shared::cta.b64"));
+      int64_t partBytes = 0;
+      for (const compiler::KernelTensor& kt : k.tensors)
+        if (!kt.output && kt.shape.size() == 2) partBytes += c.len / c.cluster * dtypeSize(kt.dtype);
+      CHECK(k.launch.sharedBytes >= 16 + partBytes);
+      const std::string scalar = k.ptx.substr(k.ptx.find(".entry " + k.name + "_s1"));
+      CHECK_THAT(scalar, !Contains("cp.async.bulk"));
+    }
+  }
+  SECTION("sm_80 has no bulk copies: a clear error naming the key and the target") {
+    Graph g;
+    g.output("y", softmax(g.input("x", t, {"N", c.len})));
+    compiler::CompileOptions o;
+    o.chip = "sm_80";
+    o.rowConfigOverride = R"({"persistent": 1, "prefetch": 1})";
+    CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("\"prefetch\": 1") && Contains("sm_80") && Contains("sm_90"));
+  }
+  SECTION("prefetch applies to held rows only: looped, staged and dynamic rows keep their form") {
+    compiler::CompileOptions o;
+    o.keepText = false;
+    auto configOf = [&](const Shape& sh, const std::string& override) {
+      Graph g;
+      g.output("y", softmax(g.input("x", t, sh)));
+      o.rowConfigOverride = override;
+      return compiler::compileGraph(g, o).kernels.at(0);
+    };
+    compiler::CompiledKernel looped = configOf({"N", c.len}, R"({"persistent": 0, "prefetch": 1})");
+    CHECK_THAT(looped.config, !Contains("prefetch"));
+    CHECK(!looped.launch.resident);
+    CHECK_THAT(configOf({"N", "C"}, R"({"persistent": 1, "prefetch": 1})").config, !Contains("prefetch"));
+    CHECK_THAT(configOf({"N", c.len}, R"({"persistent": 1, "prefetch": 1, "threads_per_row": 16})").config,
+               !Contains("prefetch"));
+  }
+}
+
 TEST_CASE("staging is dropped where it cannot apply: rows too long, held rows, clusters, dynamic rows",
           "[compile][reduction]") {
   compiler::CompileOptions o;

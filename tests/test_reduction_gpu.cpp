@@ -358,6 +358,40 @@ TEST_CASE("rows staged in shared memory by bulk copies match the reference", "[g
   if (fits) CHECK(k.explain().find("\"stage\": 1") != std::string::npos);
 }
 
+// Held rows with the next row prefetched (config "prefetch": the blocks
+// that fit at once loop over the rows; while a block reduces a row in
+// registers, a bulk copy brings its next row into shared memory): every
+// reduction op and composite, more rows than blocks fit at once (several
+// turns of the loop, both phases of the mbarrier), a partial chunk (4104),
+// and rows split across clusters of 8.
+TEST_CASE("held rows with the next row prefetched match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  if (!test::hasClusters()) {
+    WARN("SKIPPED: prefetched rows need an sm_90 GPU (bulk copies)");
+    return;
+  }
+  struct C {
+    int64_t len, rows;
+    int threads, cluster;
+  };
+  // Resident blocks on an H200: 4-8 per SM of 132 at 4096 (512 threads),
+  // 1-2 at 32768, 15 clusters of 8 at 262144.
+  C c = GENERATE(C{4096, 1500, 512, 1}, C{4104, 700, 256, 1}, C{32768, 300, 512, 1}, C{262144, 40, 512, 8});
+  CompileOptions co;
+  co.rowConfigOverride = "{\"persistent\": 1, \"prefetch\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                         ", \"cluster\": " + std::to_string(c.cluster) + "}";
+  std::vector<test::GraphCase> cases = everyRowCase(c.len);
+  const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
+  INFO(g.label << " over " << c.rows << " rows, " << co.rowConfigOverride);
+  test::RunOptions o = optionsFor(g, c.rows);
+  o.compile = co;
+  Kernel k = runAndCheck(g.graph, o);
+  INFO(k.explain());
+  // Rows of 16-byte vectors are prefetched (bool and odd dtypes may not be).
+  if (g.label.find("softmax") != std::string::npos)
+    CHECK(k.explain().find("\"prefetch\": 1") != std::string::npos);
+}
+
 TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {
   test::requireGpu();
   int64_t len = GENERATE(17, 4096, 262144);

@@ -22,7 +22,7 @@ std::string RowConfig::json() const {
          ", \"unroll\": " + std::to_string(unroll) +
          (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
                       : std::string()) +
-         (stage ? ", \"stage\": 1" : "") + "}";
+         (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": 1" : "") + "}";
 }
 
 namespace {
@@ -31,6 +31,9 @@ bool isReduction(Op op) { return opClass(op) == OpClass::Reduction; }
 // The staged form copies at most this many bytes of rows per block: two
 // blocks per SM, with their trees' slots, in 227 KiB of shared memory.
 constexpr int64_t kMaxStagedRowBytes = 112 * 1024;
+// The prefetch form copies at most this many bytes of a block's next row:
+// one block per SM, with room left for the trees and a cluster's exchange.
+constexpr int64_t kMaxPrefetchBytes = 200 * 1024;
 bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // The domain of a row sub-graph: the operand shape of its reductions.
@@ -210,6 +213,16 @@ class RowEmitter {
   bool stagedAccess(const Access& a) const;
   void planStaging();
   void emitStaging(MlirWriter& w, const std::string& base);
+  std::string rowPtrFor(MlirWriter& w, const std::string& r, const Access& a, DType dt);
+  std::string stagingPointers(MlirWriter& w, const std::string& base);
+  std::vector<std::string> copySources(MlirWriter& w, const std::string& r);
+  void emitCopies(MlirWriter& w, const std::string& mb, const std::vector<std::string>& srcs);
+  void emitMbarrierInit(MlirWriter& w, const std::string& mb);
+  void emitWait(MlirWriter& w, const std::string& mb, const std::string& parity);
+  void emitPrefetchStart(MlirWriter& w, const std::string& base, const std::string& r0, const std::string& rows);
+  void emitPrefetchNext(MlirWriter& w, const std::string& next, const std::string& rows);
+  std::string prefetchMb_;     // the prefetch form's mbarrier (i32 shared address)
+  bool stagedClosed_ = false;  // the next row's copy is issued: no more reads of the staged row
   Ctx persistentCtx_;
 };
 
@@ -556,8 +569,10 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
     if (auto it = loads.find(vkey); it != loads.end()) {
       vec = it->second;
     } else if (auto sp = stagedPtr_.find(a.key()); sp != stagedPtr_.end()) {
-      // The row's copy in shared memory (stage): plain loads, ordered after
-      // the copy's wait by its memory clobber.
+      // The row's copy in shared memory (stage, prefetch): plain loads,
+      // ordered after the copy's wait by its memory clobber.
+      if (stagedClosed_)
+        throw Error("kiln: internal: a prefetched row read from shared memory after its next row's copy was issued");
       std::string q = w.assign("llvm.getelementptr inbounds " + sp->second + "[" + c.cols[slot] +
                                "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, " + st);
       int align = std::min(16, vector_ * dtypeSize(dt));
@@ -986,68 +1001,157 @@ bool RowEmitter::stagedAccess(const Access& a) const {
   return false;
 }
 
-// Which accesses the staged form copies, and where: an 8-byte mbarrier
-// (16 bytes reserved), then each row, 16-byte aligned; the block trees'
-// slots follow. Staging is dropped when nothing qualifies or the rows
-// would not leave room for two blocks per SM.
+// Which accesses the staged and prefetch forms copy, and where: an 8-byte
+// mbarrier (16 bytes reserved), then each row (in a cluster, the block's
+// part of it), 16-byte aligned; the block trees' slots follow. Staging and
+// prefetching are dropped when nothing qualifies or the rows would not
+// leave room for two blocks per SM (staged) or one (prefetch).
 void RowEmitter::planStaging() {
   staged_.clear();
   stagedBytes_ = 0;
-  if (!cfg_.stage) return;
+  if (!cfg_.stage && !cfg_.prefetch) return;
   vector_ = cfg_.vector;
-  const int64_t N = dom_[k_ - 1].size;
+  const int64_t N = dom_[k_ - 1].size / cfg_.cluster;  // the block's part of the row
   for (const auto& [key, a] : accesses_) {
     if (!stagedAccess(a)) continue;
     const int64_t bytes = N * dtypeSize(g_.node(a.node).dtype);
     staged_[key] = {stagedBytes_, bytes};
     stagedBytes_ += (bytes + 15) / 16 * 16;
   }
-  if (staged_.empty() || stagedBytes_ > kMaxStagedRowBytes) {
+  if (staged_.empty() || stagedBytes_ > (cfg_.stage ? kMaxStagedRowBytes : kMaxPrefetchBytes)) {
     staged_.clear();
     stagedBytes_ = 0;
     cfg_.stage = false;
+    cfg_.prefetch = false;
   }
 }
 
-// The row's start in the staged form: thread 0 sets up the mbarrier, arms
-// it with the row's bytes and issues one bulk copy (global -> shared, the
-// TMA unit) per staged access; after a block barrier (the mbarrier's
-// initialization is then visible) every thread waits for the copies'
-// completion on the barrier's phase 0 (one row per block, so one phase).
-void RowEmitter::emitStaging(MlirWriter& w, const std::string& base) {
+// The row pointer of access `a` for row `r` (i64) instead of the current
+// row, emitted into `w`: the prefetch form's next row.
+std::string RowEmitter::rowPtrFor(MlirWriter& w, const std::string& r, const Access& a, DType dt) {
+  std::string savedR = r_;
+  MlirWriter* savedW = row_;
+  std::map<std::string, std::string> savedMemo = std::move(rowMemo_);
+  r_ = r;
+  row_ = &w;
+  rowMemo_.clear();
+  std::string p = rowPtr(a, dt);
+  r_ = savedR;
+  row_ = savedW;
+  rowMemo_ = std::move(savedMemo);
+  return p;
+}
+
+// Where each staged access lives in shared memory (stagedPtr_), from the
+// region's base; returns the mbarrier's shared address (i32).
+std::string RowEmitter::stagingPointers(MlirWriter& w, const std::string& base) {
   stagedPtr_.clear();
-  std::string mb = w.assign("llvm.ptrtoint " + base + " : !llvm.ptr<3> to i32");
-  struct Copy {
-    std::string dst, src, bytes;
-  };
-  std::vector<Copy> copies;
+  stagedClosed_ = false;
+  for (const auto& [key, at] : staged_)
+    stagedPtr_[key] = w.assign("llvm.getelementptr " + base + "[" + std::to_string(16 + at.first) +
+                               "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
+  return w.assign("llvm.ptrtoint " + base + " : !llvm.ptr<3> to i32");
+}
+
+// The global source of each staged access's copy for row `r` (empty: the
+// current row), in staged_'s order. Emitted where it dominates the copies
+// (values memoized in the entry block must not first appear in a branch).
+std::vector<std::string> RowEmitter::copySources(MlirWriter& w, const std::string& r) {
+  std::vector<std::string> out;
   for (const auto& [key, at] : staged_) {
     const Access& a = accesses_.at(key);
     DType dt = g_.node(a.node).dtype;
-    std::string p = w.assign("llvm.getelementptr " + base + "[" + std::to_string(16 + at.first) +
-                             "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
-    stagedPtr_[key] = p;
-    copies.push_back({w.assign("llvm.ptrtoint " + p + " : !llvm.ptr<3> to i32"), rowPtr(a, dt),
-                      w.integer(at.second, "i32")});
+    out.push_back(r.empty() ? rowPtr(a, dt) : rowPtrFor(w, r, a, dt));
   }
-  std::string total = w.integer(stagedBytes_, "i32");
-  std::string first = w.assign("arith.cmpi eq, " + t_ + ", " + w.integer(0, "i32") + " : i32");
-  w.line("scf.if " + first + " {");
-  w.indent();
+  return out;
+}
+
+// Thread 0's part of a row's copy: arm the mbarrier with the row's bytes
+// and issue one bulk copy (global -> shared, the TMA unit) per staged
+// access, from `srcs` (copySources).
+void RowEmitter::emitCopies(MlirWriter& w, const std::string& mb, const std::vector<std::string>& srcs) {
+  w.line("llvm.inline_asm has_side_effects \"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;\", "
+         "\"r,r,~{memory}\" " + mb + ", " + w.integer(stagedBytes_, "i32") + " : (i32, i32) -> ()");
+  size_t i = 0;
+  for (const auto& [key, at] : staged_) {
+    const std::string& src = srcs.at(i++);
+    std::string dst = w.assign("llvm.ptrtoint " + stagedPtr_.at(key) + " : !llvm.ptr<3> to i32");
+    w.line("llvm.inline_asm has_side_effects \"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+           "[$0], [$1], $2, [$3];\", \"r,l,r,r,~{memory}\" " + dst + ", " + src + ", " +
+           w.integer(at.second, "i32") + ", " + mb + " : (i32, !llvm.ptr<1>, i32, i32) -> ()");
+  }
+}
+
+void RowEmitter::emitMbarrierInit(MlirWriter& w, const std::string& mb) {
   w.line("llvm.inline_asm has_side_effects \"mbarrier.init.shared::cta.b64 [$0], 1;\", \"r,~{memory}\" " + mb +
          " : (i32) -> ()");
   w.line("llvm.inline_asm has_side_effects \"fence.mbarrier_init.release.cluster;\", \"~{memory}\"  : () -> ()");
-  w.line("llvm.inline_asm has_side_effects \"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;\", "
-         "\"r,r,~{memory}\" " + mb + ", " + total + " : (i32, i32) -> ()");
-  for (const Copy& c : copies)
-    w.line("llvm.inline_asm has_side_effects \"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-           "[$0], [$1], $2, [$3];\", \"r,l,r,r,~{memory}\" " + c.dst + ", " + c.src + ", " + c.bytes + ", " + mb +
-           " : (i32, !llvm.ptr<1>, i32, i32) -> ()");
+}
+
+// Every thread waits for the mbarrier's phase of parity `parity` (i32) to
+// complete: the row's bytes have landed.
+void RowEmitter::emitWait(MlirWriter& w, const std::string& mb, const std::string& parity) {
+  w.line("llvm.inline_asm has_side_effects \"{ .reg .pred p; kiln_stage_wait: mbarrier.try_wait.parity.shared::cta.b64 "
+         "p, [$0], $1; @!p bra kiln_stage_wait; }\", \"r,r,~{memory}\" " + mb + ", " + parity +
+         " : (i32, i32) -> ()");
+}
+
+// The row's start in the staged form: thread 0 sets up the mbarrier, arms
+// it with the row's bytes and issues one bulk copy per staged access;
+// after a block barrier (the mbarrier's initialization is then visible)
+// every thread waits for the copies' completion on the barrier's phase 0
+// (one row per block, so one phase).
+void RowEmitter::emitStaging(MlirWriter& w, const std::string& base) {
+  std::string mb = stagingPointers(w, base);
+  std::vector<std::string> srcs = copySources(w, "");
+  std::string first = w.assign("arith.cmpi eq, " + t_ + ", " + w.integer(0, "i32") + " : i32");
+  w.line("scf.if " + first + " {");
+  w.indent();
+  emitMbarrierInit(w, mb);
+  emitCopies(w, mb, srcs);
   w.dedent();
   w.line("}");
   w.line("gpu.barrier");
-  w.line("llvm.inline_asm has_side_effects \"{ .reg .pred p; kiln_stage_wait: mbarrier.try_wait.parity.shared::cta.b64 "
-         "p, [$0], 0; @!p bra kiln_stage_wait; }\", \"r,~{memory}\" " + mb + " : (i32) -> ()");
+  emitWait(w, mb, w.integer(0, "i32"));
+}
+
+// The prefetch form's start, before the row loop: thread 0 sets up the
+// mbarrier and copies the block's first row `r0` (if there is one); a
+// block barrier makes the mbarrier visible to every thread.
+void RowEmitter::emitPrefetchStart(MlirWriter& w, const std::string& base, const std::string& r0,
+                                   const std::string& rows) {
+  prefetchMb_ = stagingPointers(w, base);
+  std::vector<std::string> srcs = copySources(w, r0);
+  std::string first = w.assign("arith.cmpi eq, " + tidRaw_ + ", " + w.integer(0, "i32") + " : i32");
+  w.line("scf.if " + first + " {");
+  w.indent();
+  emitMbarrierInit(w, prefetchMb_);
+  w.line("scf.if " + w.assign("arith.cmpi ult, " + r0 + ", " + rows + " : i64") + " {");
+  w.indent();
+  emitCopies(w, prefetchMb_, srcs);
+  w.dedent();
+  w.line("}");
+  w.dedent();
+  w.line("}");
+  w.line("gpu.barrier");
+}
+
+// After every thread has read the current row out of shared memory (a
+// block barrier), thread 0 copies row `next` there if it exists. The
+// shared memory was last read by the generic proxy and is now written by
+// the async proxy: a proxy fence orders the two.
+void RowEmitter::emitPrefetchNext(MlirWriter& w, const std::string& next, const std::string& rows) {
+  stagedClosed_ = true;
+  std::vector<std::string> srcs = copySources(w, next);
+  w.line("gpu.barrier");
+  std::string first = w.assign("arith.cmpi eq, " + t_ + ", " + w.integer(0, "i32") + " : i32");
+  std::string more = w.assign("arith.cmpi ult, " + next + ", " + rows + " : i64");
+  w.line("scf.if " + w.assign("arith.andi " + first + ", " + more + " : i1") + " {");
+  w.indent();
+  w.line("llvm.inline_asm has_side_effects \"fence.proxy.async.shared::cta;\", \"~{memory}\"  : () -> ()");
+  emitCopies(w, prefetchMb_, srcs);
+  w.dedent();
+  w.line("}");
 }
 
 std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
@@ -1067,9 +1171,18 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   exchange_.clear();
   exchangeEntries_ = 0;
   stagedPtr_.clear();
+  stagedClosed_ = false;
+  prefetchMb_.clear();
   loadFlags_ = asTail_ ? "" : ", invariant";
-  // stage: the vector entry only (the scalar entry takes unaligned rows).
+  // stage, prefetch: the vector entry only (the scalar entry takes unaligned
+  // rows; with prefetch it loops over rows all the same).
   const bool staging = cfg_.stage && vector > 1 && vector == cfg_.vector && !staged_.empty();
+  const bool prefetching = cfg_.prefetch && vector > 1 && vector == cfg_.vector && !staged_.empty();
+  // The blocks (clusters) that fit at once loop over the rows: row r_ runs
+  // from loopFirst in steps of loopStep (i64), the loop carrying `half`
+  // (0, 1, 0, ...: a cluster's exchange half, the prefetch mbarrier's phase).
+  const bool loopRows = !asTail_ && ((cfg_.cluster > 1 && cfg_.rowLoop) || cfg_.prefetch);
+  std::string loopFirst, loopStep;
   std::string stageBase;
   const int T = cfg_.threadsPerRow;
   const int rowsPerBlock = cfg_.threads / T;
@@ -1137,9 +1250,11 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     clusterIdx = pre.assign("arith.shrui " + bid + ", " + pre.integer(shift, "i64") + " : i64");
     std::string grid = pre.assign("arith.index_cast " + pre.assign("gpu.grid_dim x") + " : index to i64");
     clusters = pre.assign("arith.shrui " + grid + ", " + pre.integer(shift, "i64") + " : i64");
-    if (cfg_.rowLoop) {
+    if (loopRows) {
       r_ = row.fresh();
       row.setIndent(3);
+      loopFirst = clusterIdx;
+      loopStep = clusters;
     } else {
       r_ = clusterIdx;  // one cluster per row
     }
@@ -1151,24 +1266,31 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     pre.line("nvvm.cluster.wait {aligned}");
     colBase_ = pre.assign("arith.muli " + rank_ + ", " + pre.integer(dom_[k_ - 1].size / cfg_.cluster, "i32") + " : i32");
     colBase64_ = pre.assign("arith.extui " + colBase_ + " : i32 to i64");
+  } else if (loopRows) {
+    t_ = tid;
+    r_ = row.fresh();
+    row.setIndent(3);
+    loopFirst = bid;
+    loopStep = pre.assign("arith.index_cast " + pre.assign("gpu.grid_dim x") + " : index to i64");
   } else {
     t_ = tid;
     r_ = bid;
   }
+  if (loopRows) half = row.fresh();
   lane32_ = pre.assign("arith.andi " + tid + ", " + pre.integer(31, "i32") + " : i32");
   warp_ = pre.assign("arith.shrui " + t_ + ", " + pre.integer(5, "i32") + " : i32");
-  if (T > 32) smem_ = pre.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
+  if (T > 32 || staging || prefetching) smem_ = pre.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
   if (cfg_.cluster > 1) {
     // Shared memory: the two halves of the exchange region, then the block
     // trees' slots.
-    half = cfg_.rowLoop ? row.fresh() : row.integer(0, "i64");  // the loop carries it: 0, 1, 0, ...
+    if (!loopRows) half = row.integer(0, "i64");
     std::string first = row.assign("arith.muli " + half + ", " + row.integer(kExchangeEntries, "i64") + " : i64");
     exchange_ = row.assign("llvm.getelementptr " + smem_ + "[" + first + "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i64");
     smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(2 * kExchangeEntries) +
                        "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
   }
 
-  if (staging) {
+  if (staging || prefetching) {
     // The staged rows first, the block trees' slots after them.
     stageBase = smem_;
     smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(16 + stagedBytes_) +
@@ -1176,6 +1298,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   }
 
   const Dim& nd = dom_[k_ - 1];
+  std::string rowsValue = poly(rowsPoly);
+  if (prefetching) emitPrefetchStart(pre, stageBase, loopFirst, rowsValue);
   if (cfg_.persistent) {
     const int64_t N = nd.size / cfg_.cluster;  // this block's columns
     const int64_t per = static_cast<int64_t>(T) * vector_;
@@ -1199,18 +1323,26 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       persistentCtx_.cols.push_back(col);
     }
     // Every 16-byte load of the row first, so they are all in flight at once.
-    // In a cluster, only the loads that differ between rows: the others
-    // (weights, biases) are loaded where they are used, after the cluster
-    // barriers, and not as invariant loads (see loadFlags_).
+    // In a loop over rows (clusters, prefetch), only the loads that differ
+    // between rows: the others (weights, biases) are loaded where they are
+    // used, after the barriers, and not as invariant loads (see
+    // loadFlags_), which LLVM would hoist out of the loop.
     auto perRow = [&](const Access& a) {
       for (int j = 0; j + 1 < k_; ++j)
         if (!a.strides[j].isZero() && !isUnit(dom_[j])) return true;
       return false;
     };
+    // Prefetch: the row's copy has landed (this phase of the mbarrier); once
+    // every thread holds its values, the next row's copy starts.
+    if (prefetching) emitWait(row, prefetchMb_, row.assign("arith.trunci " + half + " : i64 to i32"));
+    // Prefetch too: the block barrier before the next row's copy would
+    // keep every load issued before it alive through the whole row.
     for (const auto& [key, a] : accesses_)
-      if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (cfg_.cluster == 1 || perRow(a)))
+      if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && ((cfg_.cluster == 1 && !loopRows) || perRow(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
-    if (cfg_.cluster > 1) loadFlags_.clear();
+    if (prefetching)
+      emitPrefetchNext(row, row.assign("arith.addi " + r_ + ", " + loopStep + " : i64"), rowsValue);
+    if (loopRows) loadFlags_.clear();
     emitGathers();
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
     elemMemo_.clear();
@@ -1251,12 +1383,11 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     row.dedent();
     row.line("}");
   }
-  if (cfg_.cluster > 1 && cfg_.rowLoop) {
+  if (loopRows) {
     MlirWriter loop = head.sibling();
     loop.setIndent(2);
     std::string zero = pre.integer(0, "i64");
-    std::string rows = poly(rowsPoly);
-    loop.line(loop.fresh() + " = scf.for " + r_ + " = " + clusterIdx + " to " + rows + " step " + clusters +
+    loop.line(loop.fresh() + " = scf.for " + r_ + " = " + loopFirst + " to " + rowsValue + " step " + loopStep +
               " iter_args(" + half + " = " + zero + ") -> (i64) : i64 {");
     std::string next = row.assign("arith.xori " + half + ", " + row.integer(1, "i64") + " : i64");
     row.line("scf.yield " + next + " : i64");
@@ -1452,7 +1583,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     slots = std::max(slots, smemSlots_);
   }
   std::string mlir = "module attributes {gpu.container_module} {\n  gpu.module @kiln_kernels {\n";
-  if (cfg_.threadsPerRow > 32 || tail_)
+  if (cfg_.threadsPerRow > 32 || tail_ || cfg_.stage || cfg_.prefetch)
     mlir += "    llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>\n";
   if (tail_) mlir += tailFn_.text;
   out.mlir = mlir + body + "  }\n}\n";
@@ -1501,15 +1632,14 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     k.launch.sharedBytes = std::max({k.launch.sharedBytes, 16, tailFn_.slots * (cfg_.threads / 32) * 8});
     k.launch.minBlocks = cfg_.cluster;
   }
-  if (cfg_.stage) {
+  if (cfg_.stage || cfg_.prefetch) {
     k.launch.sharedBytes += 16 + static_cast<int>(stagedBytes_);
     out.ptxFeatures = "+ptx80";  // cp.async.bulk, mbarrier expect_tx (PTX ISA 8.0)
   }
+  // The blocks (clusters) loop over rows: as many as fit at once.
+  if (cfg_.prefetch || (cfg_.cluster > 1 && cfg_.rowLoop)) k.launch.resident = true;
   if (cfg_.cluster > 1) {
     k.launch.sharedBytes += 2 * kExchangeEntries * 8;
-    // row_loop: as many clusters as fit at once (the launcher asks the
-    // driver), each looping over rows; else one cluster per row.
-    if (cfg_.rowLoop) k.launch.maxBlocks = int64_t{1} << 30;
   }
   return out;
 }
@@ -1667,6 +1797,15 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   return c;
 }
 
+// Whether a row-shaped input is read in 16-byte vectors at width `v`, so
+// that the staged and prefetch forms copy it (RowEmitter::stagedAccess).
+static bool copiesWhole(const Graph& g, int v) {
+  const Shape d = domainOf(g);
+  for (int id : g.params())
+    if (g.node(id).op == Op::Input && g.node(id).shape == d && v * dtypeSize(g.node(id).dtype) == 16) return true;
+  return false;
+}
+
 // The staged form's configs (sm_90+, rows that fit in shared memory twice
 // per SM): 256 and 512 threads, one or two vectors per thread per step.
 static void addStaged(const Graph& g, const RowConfig& h, int sm, const std::function<void(const RowConfig&)>& add) {
@@ -1760,7 +1899,22 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         add(c);
         c.rowLoop = false;  // one cluster per row
         add(c);
+        c.rowLoop = true;
+        c.prefetch = true;
+        if (copiesWhole(g, v)) add(c);
       }
+  // Prefetch (sm_90+): the held rows of one block per row at 128 threads
+  // and more, looping over rows with the next row copied in behind.
+  if (sm >= 90)
+    for (size_t i = 0, n = out.size(); i < n; ++i) {
+      RowConfig c;  // defaults for the keys a config's JSON leaves out (cluster 1, no stage, no prefetch)
+      applyRowOverride(c, out[i]);
+      if (!c.persistent || c.cluster > 1 || c.threadsPerRow < 128 || c.threads != c.threadsPerRow || c.prefetch ||
+          !copiesWhole(g, c.vector))
+        continue;
+      c.prefetch = true;
+      add(c);
+    }
   std::vector<int> ts;
   for (int t = 64; t <= 512; t *= 2)
     if (t == 64 || t <= nextPow2(vecs)) ts.push_back(t);
@@ -1773,7 +1927,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8 (sm_90+); row_loop: 0 or 1; "
-                        "stage: 0 or 1 (sm_90+)",
+                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+)",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -1783,6 +1937,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) c.cluster = static_cast<int>(v);
                           else if (key == "row_loop" && (v == 0 || v == 1)) c.rowLoop = v == 1;
                           else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
+                          else if (key == "prefetch" && (v == 0 || v == 1)) c.prefetch = v == 1;
                           else return false;
                           return true;
                         });
@@ -1819,6 +1974,12 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                 "target is sm_" + std::to_string(sm));
   // Staging is a looped form with one row per block and a static row.
   if (c.stage && (c.persistent || c.cluster > 1 || c.threadsPerRow < 32 || d.back().isDynamic())) c.stage = false;
+  if (c.prefetch && sm < 90)
+    throw Error("kiln: compile: row_reduction config \"prefetch\": 1 needs bulk copies (TMA, sm_90 or newer); the "
+                "target is sm_" + std::to_string(sm));
+  // Prefetching is a persistent form with one row (part) per block.
+  if (c.prefetch && (!c.persistent || c.stage || c.threadsPerRow < 32 || d.back().isDynamic())) c.prefetch = false;
+  if (c.prefetch && c.cluster > 1) c.rowLoop = true;
   if (c.threadsPerRow < 32 && (c.threads % 32 != 0 || c.threads < 32)) c.threads = 128;
   if (tail) {
     // The tail runs on one block's threads (a power of two for its tree),
@@ -1827,6 +1988,7 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
     if (c.threadsPerRow < 32 && !isPow2(c.threads)) c.threads = 128;
     if (c.cluster > 1) c.rowLoop = true;
     c.stage = false;
+    c.prefetch = false;
   }
   RowEmitter e(g, c);
   if (tail) e.setTail(tail, tailCounter);

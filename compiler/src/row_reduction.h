@@ -49,14 +49,21 @@ struct RowConfig {
   // a block holds no row in registers and several blocks per SM overlap
   // one row's loads with another's passes.
   bool stage = false;
-  std::string json() const;  // "cluster" appears only when C > 1, "stage" only when set
+  // Persistent form, sm_90+, one row (or, in a cluster, one part of a row)
+  // per block: the blocks that fit at once loop over the rows, and while a
+  // block reduces one row held in registers, the TMA unit copies its next
+  // row into shared memory (one bulk copy per row-shaped input, completion
+  // on an mbarrier), from where it is read into registers at the next
+  // row's start. Each block always has a row's loads in flight.
+  bool prefetch = false;
+  std::string json() const;  // "cluster" appears only when C > 1, "stage" and "prefetch" only when set
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options);
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1)); throws kiln::Error naming a
+// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1)); throws kiln::Error naming a
 // bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 

@@ -78,8 +78,9 @@ compiler::KernelTensor tensorFrom(const json& j) {
 // raw blobs after the CBOR head (nlohmann's CBOR reader copies strings byte
 // by byte: a matmul entry's 236 KB of PTX took about 1 ms to parse); 4: the
 // launch geometry's tile (matmul grids count output tiles); 5: its cluster;
-// 6: its minimum blocks (a row kernel's grid tail).
-constexpr int kFormat = 6;
+// 6: its minimum blocks (a row kernel's grid tail); 7: resident grids (row
+// kernels that loop over rows).
+constexpr int kFormat = 7;
 
 }  // namespace
 
@@ -150,7 +151,8 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     for (const auto& e : k.entries) jk["entries"].push_back({{"name", e.name}, {"vectorized", e.vectorized}});
     jk["launch"] = {{"threads", k.launch.threadsPerBlock}, {"elements_per_block", k.launch.elementsPerBlock},
                     {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks}, {"min_blocks", k.launch.minBlocks},
-                    {"shared_bytes", k.launch.sharedBytes}, {"tile", k.launch.tile}, {"cluster", k.launch.cluster}};
+                    {"shared_bytes", k.launch.sharedBytes}, {"tile", k.launch.tile}, {"cluster", k.launch.cluster},
+                    {"resident", k.launch.resident}};
     jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
@@ -212,6 +214,7 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       k.launch.sharedBytes = l.at("shared_bytes").get<int>();
       k.launch.tile = l.at("tile").get<std::vector<int64_t>>();
       k.launch.cluster = l.at("cluster").get<int>();
+      k.launch.resident = l.at("resident").get<bool>();
       k.source = blobString(blobs, jk.at("source"));
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))

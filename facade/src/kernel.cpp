@@ -100,30 +100,42 @@ void allowSharedBytes(const rt::Function& f, const compiler::LaunchGeometry& lg)
   if (f && lg.sharedBytes > 0) f.setMaxDynamicSharedBytes(lg.sharedBytes);
 }
 
-// A persistent kernel launched in clusters gets no more clusters than fit
-// on the GPU at once (a GPC with an odd number of free SMs leaves one idle):
-// a cluster that waited for a second wave would double the kernel's time.
-void capClusters(PreparedKernel& pk) {
+// A kernel that loops over its rows (LaunchGeometry::resident) gets no more
+// blocks, or clusters, than fit on the GPU at once: a block or cluster that
+// waited for a second wave would double the kernel's time (and for
+// clusters, a GPC with an odd number of free SMs leaves one idle).
+void capResident(PreparedKernel& pk) {
   const compiler::LaunchGeometry& lg = pk.ck->launch;
   const rt::Driver& d = rt::driver();
-  if (lg.cluster <= 1 || lg.maxBlocks <= 0 || !d.occupancyMaxActiveClusters || !pk.vectorized) return;
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = static_cast<unsigned>(lg.cluster);
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
-  CUlaunchConfig cfg{};
-  cfg.gridDimX = static_cast<unsigned>(lg.cluster);
-  cfg.gridDimY = cfg.gridDimZ = 1;
-  cfg.blockDimX = static_cast<unsigned>(lg.threadsPerBlock);
-  cfg.blockDimY = cfg.blockDimZ = 1;
-  cfg.sharedMemBytes = static_cast<unsigned>(lg.sharedBytes);
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  int clusters = 0;
-  if (d.occupancyMaxActiveClusters(&clusters, pk.vectorized.handle(), &cfg) == CUDA_SUCCESS && clusters > 0 &&
-      static_cast<int64_t>(clusters) * lg.cluster < pk.grid.maxBlocks)
-    pk.grid.maxBlocks = static_cast<int64_t>(clusters) * lg.cluster;
+  if (!lg.resident || !pk.vectorized) return;
+  int64_t cap = 0;
+  if (lg.cluster > 1) {
+    if (!d.occupancyMaxActiveClusters) return;
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = static_cast<unsigned>(lg.cluster);
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = static_cast<unsigned>(lg.cluster);
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = static_cast<unsigned>(lg.threadsPerBlock);
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = static_cast<unsigned>(lg.sharedBytes);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (d.occupancyMaxActiveClusters(&clusters, pk.vectorized.handle(), &cfg) == CUDA_SUCCESS && clusters > 0)
+      cap = static_cast<int64_t>(clusters) * lg.cluster;
+  } else {
+    if (!d.occupancyMaxActiveBlocksPerMultiprocessor) return;
+    int perSM = 0;
+    if (d.occupancyMaxActiveBlocksPerMultiprocessor(&perSM, pk.vectorized.handle(), lg.threadsPerBlock,
+                                                    static_cast<size_t>(lg.sharedBytes)) == CUDA_SUCCESS &&
+        perSM > 0)
+      cap = static_cast<int64_t>(perSM) * rt::Device::current().basics().smCount;
+  }
+  if (cap > 0 && (pk.grid.maxBlocks <= 0 || cap < pk.grid.maxBlocks)) pk.grid.maxBlocks = cap;
 }
 
 void loadModules(Kernel::Impl& impl) {
@@ -138,7 +150,7 @@ void loadModules(Kernel::Impl& impl) {
     }
     pk.ownScalar = static_cast<bool>(pk.scalar);
     if (!pk.vectorized) pk.vectorized = pk.scalar;
-    capClusters(pk);
+    capResident(pk);
   }
   impl.loaded = true;
 }
@@ -177,7 +189,7 @@ void loadScalarEntries(Kernel::Impl& impl) {
       for (size_t t = 0; t < ck.tensors.size(); ++t)
         if (ck.tensors[t].name != pk.ck->tensors[t].name) planMismatch(i, ck, *pk.ck, "other tensors");
       if (a.threadsPerBlock != b.threadsPerBlock || a.elementsPerBlock != b.elementsPerBlock ||
-          a.maxBlocks != b.maxBlocks || a.minBlocks != b.minBlocks || a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape ||
+          a.maxBlocks != b.maxBlocks || a.minBlocks != b.minBlocks || a.resident != b.resident || a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape ||
           a.tile != b.tile || a.cluster != b.cluster)
         planMismatch(i, ck, *pk.ck, "another launch geometry");
       const compiler::KernelEntry* entry = nullptr;
@@ -650,6 +662,15 @@ std::string Kernel::explain() const {
 const compiler::CompiledGraph& Kernel::compiled() const {
   if (!impl_) throw Error("kiln: empty Kernel handle");
   return impl_->compiled;
+}
+
+int64_t Kernel::maxBlocks(size_t index) const {
+  if (!impl_) throw Error("kiln: empty Kernel handle");
+  ensureLoaded(*impl_);
+  if (index >= impl_->kernels.size())
+    throw Error("kiln: Kernel::maxBlocks: kernel " + std::to_string(index) + " of " +
+                std::to_string(impl_->kernels.size()));
+  return impl_->kernels[index].grid.maxBlocks;
 }
 
 const rt::KernelSignature& Kernel::signature() const {

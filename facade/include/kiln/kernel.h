@@ -160,6 +160,10 @@ class Kernel {
   // account of how the graph was split ("plan:").
   std::string explain() const;
   const compiler::CompiledGraph& compiled() const;
+  // The most blocks the launcher gives kernel `index` of compiled()
+  // (LaunchGeometry::maxBlocks, or for a resident grid the blocks that fit
+  // on this GPU at once); 0: no cap. Loads the modules (needs a driver).
+  int64_t maxBlocks(size_t index) const;
   // The graph-level signature: tensor inputs then outputs, dims, scalars.
   const rt::KernelSignature& signature() const;
   bool valid() const { return impl_ != nullptr; }

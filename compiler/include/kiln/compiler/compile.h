@@ -63,6 +63,10 @@ struct LaunchGeometry {
   // Blocks per cluster (along x): each counted unit gets this many blocks
   // (launched as clusters); maxBlocks caps the blocks.
   int cluster = 1;
+  // The kernel loops over its units (rows), so the launcher caps the grid
+  // at the blocks (or clusters) that fit on the GPU at once, asking the
+  // driver's occupancy calculator; without a driver, uncapped.
+  bool resident = false;
   // At least this many blocks, even for an empty iteration space: a kernel
   // whose last block computes results that exist for no rows too (a grid
   // tail's mean over zero rows). 0: none then.
