@@ -376,7 +376,7 @@ TEST_CASE("held rows with the next row prefetched match the reference", "[gpu][r
   };
   // Resident blocks on an H200: 4-8 per SM of 132 at 4096 (512 threads),
   // 1-2 at 32768, 15 clusters of 8 at 262144.
-  C c = GENERATE(C{4096, 1500, 512, 1}, C{4104, 700, 256, 1}, C{32768, 300, 512, 1}, C{262144, 40, 512, 8});
+  C c = GENERATE(C{4096, 1200, 512, 1}, C{4104, 1000, 256, 1}, C{32768, 280, 512, 1}, C{262144, 36, 512, 8});
   CompileOptions co;
   co.rowConfigOverride = "{\"persistent\": 1, \"prefetch\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
                          ", \"cluster\": " + std::to_string(c.cluster) + "}";
