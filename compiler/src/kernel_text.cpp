@@ -54,9 +54,12 @@ std::string internalFuncText(const std::string& name, const std::string& signatu
 }
 
 std::string gpuFuncText(const std::string& entry, const std::string& signature, int threadsPerBlock,
-                        const MlirWriter& pre, const MlirWriter& body) {
+                        const MlirWriter& pre, const MlirWriter& body, int minBlocksPerSM) {
+  // nvvm.minctasm: ptxas caps the registers so that this many blocks fit.
   return "    gpu.func @" + entry + "(" + signature + ") kernel attributes {known_block_size = array<i32: " +
-         std::to_string(threadsPerBlock) + ", 1, 1>} {\n" + reindent(pre.text()) + reindent(body.text()) +
+         std::to_string(threadsPerBlock) + ", 1, 1>" +
+         (minBlocksPerSM > 0 ? ", nvvm.minctasm = " + std::to_string(minBlocksPerSM) + " : i32" : std::string()) +
+         "} {\n" + reindent(pre.text()) + reindent(body.text()) +
          "      gpu.return\n    }\n";
 }
 

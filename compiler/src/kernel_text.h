@@ -39,7 +39,7 @@ KernelParams kernelParams(const Graph& g, const std::vector<int>& inputs, size_t
 // "gpu.func @entry(signature) kernel ..." with `pre` (entry-block values)
 // and `body` spliced in, both written at indent 2.
 std::string gpuFuncText(const std::string& entry, const std::string& signature, int threadsPerBlock,
-                        const MlirWriter& pre, const MlirWriter& body);
+                        const MlirWriter& pre, const MlirWriter& body, int minBlocksPerSM = 0);
 // The same as an internal `llvm.func` (a device function LLVM inlines).
 std::string internalFuncText(const std::string& name, const std::string& signature, const MlirWriter& pre,
                              const MlirWriter& body);

@@ -22,7 +22,8 @@ std::string RowConfig::json() const {
          ", \"unroll\": " + std::to_string(unroll) +
          (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
                       : std::string()) +
-         (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": 1" : "") + "}";
+         (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": 1" : "") +
+         (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) + "}";
 }
 
 namespace {
@@ -1394,7 +1395,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     loop.append(row.text());
     loop.line("}");
     if (tail_) lastBlock(loop, params.outputs);
-    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, loop);
+    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, loop, cfg_.minBlocks);
     pre_ = row_ = nullptr;
     return text;
   }
@@ -1416,11 +1417,11 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     body.append(row.text());
     body.line("}");
     lastBlock(body, params.outputs);
-    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, body);
+    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, body, cfg_.minBlocks);
     pre_ = row_ = nullptr;
     return text;
   }
-  std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, row);
+  std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, row, cfg_.minBlocks);
   pre_ = row_ = nullptr;
   return text;
 }
@@ -1518,6 +1519,7 @@ void RowEmitter::prepare() {
     while (cfg_.vector > 1 && nd.size % cfg_.vector != 0) cfg_.vector /= 2;
   }
   if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
+  if (cfg_.minBlocks * cfg_.threads > 2048) cfg_.minBlocks = 2048 / cfg_.threads;  // an SM's 2048 threads
   planStaging();  // before the accumulators: a staged row's variance takes two passes
   buildAccumulators();
 
@@ -1781,12 +1783,26 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     const Op op = g.node(id).op;
     heavy = heavy || op == Op::Exp || op == Op::Var || op == Op::Std;
   }
+  // A variance instead stays held, with the next row prefetched by a bulk
+  // copy while the block reduces this one (held rows need no second read of
+  // shared memory for the mean and the variance). Measured on the H200
+  // (2026-11-30, session 8 call 1, bf16 4096x32768): layernorm 3.46 TB/s
+  // held + prefetch vs 3.28 staged; softmax 3.53 vs 3.74 staged, so softmax
+  // stays staged. Elsewhere prefetch measured slower than the plain held
+  // form (softmax bf16 32768x4096 3.59 vs 3.98: the blocks' own overlap
+  // already hides the reduction, and a bulk copy's row arrives later than
+  // the threads' own loads).
   if (heavy && fits(T) && T == 512 && valuesPerThread(T) > 32 && smNumber(options.chip) >= 90 &&
       stagedRowBytes(g, d) <= kMaxStagedRowBytes) {
+    c.threadsPerRow = c.threads = 512;
+    if (variance) {
+      c.persistent = true;
+      c.prefetch = true;
+      return c;
+    }
     c.persistent = false;
     c.stage = true;
     c.unroll = 2;
-    c.threadsPerRow = c.threads = 512;
     return c;
   }
   if (!fits(T) && fits(1024)) T = 1024;
@@ -1927,7 +1943,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8 (sm_90+); row_loop: 0 or 1; "
-                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+)",
+                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+); min_blocks: 0..32",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -1938,6 +1954,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "row_loop" && (v == 0 || v == 1)) c.rowLoop = v == 1;
                           else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
                           else if (key == "prefetch" && (v == 0 || v == 1)) c.prefetch = v == 1;
+                          else if (key == "min_blocks" && v >= 0 && v <= 32) c.minBlocks = static_cast<int>(v);
                           else return false;
                           return true;
                         });
