@@ -558,6 +558,26 @@ TEST_CASE("held rows with the next row prefetched by bulk copies: every composit
   }
 }
 
+TEST_CASE("min_blocks asks ptxas for that many blocks per SM, at most an SM's 2048 threads", "[compile][reduction]") {
+  Graph g;
+  g.output("y", rmsnorm(g.input("x", DType::F32, {"N", 4096}), g.input("w", DType::F32, {4096})));
+  compiler::CompileOptions o;
+  o.rowConfigOverride = R"({"persistent": 1, "threads_per_row": 256, "min_blocks": 6})";
+  compiler::CompiledKernel k = compiler::compileGraph(g, o).kernels.at(0);
+  checkKernelArtifacts(k);
+  CHECK_THAT(k.config, Contains("\"min_blocks\": 6"));
+  CHECK_THAT(k.ptx, Contains(".minnctapersm 6"));
+  // ptxas keeps the registers within 65536 / (6 * 256).
+  for (const compiler::ResourceReport& r : k.resources) CHECK(r.registers <= 65536 / (6 * 256));
+  // 8 blocks of 512 threads do not fit: 4 (an SM's 2048 threads).
+  o.rowConfigOverride = R"({"persistent": 1, "threads_per_row": 512, "min_blocks": 8})";
+  k = compiler::compileGraph(g, o).kernels.at(0);
+  CHECK_THAT(k.config, Contains("\"min_blocks\": 4"));
+  CHECK_THAT(k.ptx, Contains(".minnctapersm 4"));
+  o.rowConfigOverride = R"({"min_blocks": 33})";
+  CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("min_blocks") && Contains("0..32"));
+}
+
 TEST_CASE("staging is dropped where it cannot apply: rows too long, held rows, clusters, dynamic rows",
           "[compile][reduction]") {
   compiler::CompileOptions o;
