@@ -1,0 +1,1 @@
+mkdir -p /tmp/kb && xz -dc .device/kiln-bundle.tar.xz | tar -C /tmp/kb -xf - && cd /tmp/kb/kiln/bin && LD_LIBRARY_PATH=/tmp/kb/kiln/lib timeout 60 ./kiln_tests "*propagate NaN like PyTorch*" --reporter compact 2>&1 | tail -2 | tee $OUT/log.txt
