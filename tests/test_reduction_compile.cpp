@@ -578,6 +578,27 @@ TEST_CASE("min_blocks asks ptxas for that many blocks per SM, at most an SM's 20
   CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("min_blocks") && Contains("0..32"));
 }
 
+TEST_CASE("evict: the looped form's row loads carry L2 eviction priorities, last pass evict_first", "[compile][reduction]") {
+  Graph g;
+  g.output("y", rmsnorm(g.input("x", DType::BF16, {"N", 32768}), g.input("w", DType::BF16, {32768})));
+  compiler::CompileOptions o;
+  o.rowConfigOverride = R"({"persistent": 0, "evict": 1, "threads_per_row": 512, "unroll": 2})";
+  compiler::CompiledKernel k = compiler::compileGraph(g, o).kernels.at(0);
+  checkKernelArtifacts(k);
+  CHECK_THAT(k.config, Contains("\"evict\": 1"));
+  const std::string vec = k.ptx.substr(0, k.ptx.find(".entry " + k.name + "_s1"));
+  // The sum of squares keeps the row in L2 for the output pass, which lets it go.
+  CHECK_THAT(vec, Contains("createpolicy.fractional.L2::evict_last.b64"));
+  CHECK_THAT(vec, Contains("createpolicy.fractional.L2::evict_first.b64"));
+  CHECK_THAT(vec, Contains("ld.global.nc.L2::cache_hint.v4.b32"));
+  CHECK(vec.find("evict_last") < vec.find("evict_first"));
+  // Held rows are read once: no hints.
+  o.rowConfigOverride = R"({"persistent": 1, "evict": 1, "threads_per_row": 512})";
+  k = compiler::compileGraph(g, o).kernels.at(0);
+  CHECK_THAT(k.config, !Contains("evict"));
+  CHECK_THAT(k.ptx, !Contains("createpolicy"));
+}
+
 TEST_CASE("staging is dropped where it cannot apply: rows too long, held rows, clusters, dynamic rows",
           "[compile][reduction]") {
   compiler::CompileOptions o;

@@ -392,6 +392,30 @@ TEST_CASE("held rows with the next row prefetched match the reference", "[gpu][r
     CHECK(k.explain().find("\"prefetch\": 1") != std::string::npos);
 }
 
+// The looped form with L2 eviction hints (config "evict": createpolicy +
+// ld.global.nc.L2::cache_hint on the row's 16-byte loads): every reduction
+// op and composite, rows with a tail step (4104) and long rows.
+TEST_CASE("looped rows with L2 eviction hints match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  struct C {
+    int64_t len, rows;
+    int threads, unroll;
+  };
+  C c = GENERATE(C{4104, 150, 256, 2}, C{32768, 40, 512, 2});
+  CompileOptions co;
+  co.rowConfigOverride = "{\"persistent\": 0, \"evict\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                         ", \"unroll\": " + std::to_string(c.unroll) + "}";
+  std::vector<test::GraphCase> cases = everyRowCase(c.len);
+  const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
+  INFO(g.label << " over " << c.rows << " rows, " << co.rowConfigOverride);
+  test::RunOptions o = optionsFor(g, c.rows);
+  o.compile = co;
+  Kernel k = runAndCheck(g.graph, o);
+  INFO(k.explain());
+  if (g.label.find("softmax") != std::string::npos)
+    CHECK(k.explain().find("\"evict\": 1") != std::string::npos);
+}
+
 TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {
   test::requireGpu();
   int64_t len = GENERATE(17, 4096, 262144);

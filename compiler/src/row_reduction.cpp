@@ -22,7 +22,7 @@ std::string RowConfig::json() const {
          ", \"unroll\": " + std::to_string(unroll) +
          (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
                       : std::string()) +
-         (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": 1" : "") +
+         (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": 1" : "") + (evict ? ", \"evict\": 1" : "") +
          (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) + "}";
 }
 
@@ -223,6 +223,9 @@ class RowEmitter {
   void emitPrefetchStart(MlirWriter& w, const std::string& base, const std::string& r0, const std::string& rows);
   void emitPrefetchNext(MlirWriter& w, const std::string& next, const std::string& rows);
   std::string prefetchMb_;     // the prefetch form's mbarrier (i32 shared address)
+  // config evict: the L2 eviction priority of this pass's row loads
+  // ("evict_last", "evict_first"; empty: no hint).
+  std::string evictHint_;
   bool stagedClosed_ = false;  // the next row's copy is issued: no more reads of the staged row
   Ctx persistentCtx_;
 };
@@ -584,8 +587,23 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
       std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + c.cols[slot] +
                                "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
       int align = std::min(16, vector_ * dtypeSize(dt));
-      vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) +
-                     " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> vector<" + std::to_string(vector_) + "x" + st + ">");
+      const std::string vt = "vector<" + std::to_string(vector_) + "x" + st + ">";
+      if (!evictHint_.empty() && align == 16 && stagedAccess(a)) {
+        // A row-shaped 16-byte load with an L2 eviction priority (a cache
+        // policy made by createpolicy, as ld's .L2::cache_hint takes it).
+        std::string s4 = w.assign("llvm.inline_asm \"{ .reg .b64 kiln_pol; createpolicy.fractional.L2::" + evictHint_ +
+                                  ".b64 kiln_pol, 1.0; ld.global.nc.L2::cache_hint.v4.b32 {$0, $1, $2, $3}, [$4], "
+                                  "kiln_pol; }\", \"=r,=r,=r,=r,l\" " + q +
+                                  " : (!llvm.ptr<1>) -> !llvm.struct<(i32, i32, i32, i32)>");
+        std::string v4 = w.assign("llvm.mlir.poison : vector<4xi32>");
+        for (int i = 0; i < 4; ++i) {
+          std::string e = w.assign("llvm.extractvalue " + s4 + "[" + std::to_string(i) + "] : !llvm.struct<(i32, i32, i32, i32)>");
+          v4 = w.assign("llvm.insertelement " + e + ", " + v4 + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
+        }
+        vec = w.assign("llvm.bitcast " + v4 + " : vector<4xi32> to " + vt);
+      } else {
+        vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) + " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> " + vt);
+      }
       loads[vkey] = vec;
     }
     std::string e = w.assign("llvm.extractelement " + vec + "[" + w.integer(lane, "i32") + " : i32] : vector<" +
@@ -1174,6 +1192,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   stagedPtr_.clear();
   stagedClosed_ = false;
   prefetchMb_.clear();
+  evictHint_.clear();
   loadFlags_ = asTail_ ? "" : ", invariant";
   // stage, prefetch: the vector entry only (the scalar entry takes unaligned
   // rows; with prefetch it loops over rows all the same).
@@ -1351,7 +1370,13 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   } else {
     if (staging) emitStaging(row, stageBase);
     emitGathers();
-    for (int level = 0; level <= maxLevel_; ++level) levelLooped(level);
+    // evict: every pass but the last keeps the row in L2 for the next one.
+    const bool hints = cfg_.evict && !staging && !asTail_;
+    for (int level = 0; level <= maxLevel_; ++level) {
+      if (hints) evictHint_ = level < maxLevel_ || !fullOutputs_.empty() ? "evict_last" : "evict_first";
+      levelLooped(level);
+    }
+    if (hints) evictHint_ = "evict_first";
     if (!fullOutputs_.empty())
       loopOver({}, {}, [&](Ctx& c, const std::vector<std::vector<std::string>>&, int slots) {
         for (int u = 0; u < slots; ++u) storeFull(c, u, "");
@@ -1947,7 +1972,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8 (sm_90+); row_loop: 0 or 1; "
-                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+); min_blocks: 0..32",
+                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+); evict: 0 or 1; min_blocks: 0..32",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -1959,6 +1984,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
                           else if (key == "prefetch" && (v == 0 || v == 1)) c.prefetch = v == 1;
                           else if (key == "min_blocks" && v >= 0 && v <= 32) c.minBlocks = static_cast<int>(v);
+                          else if (key == "evict" && (v == 0 || v == 1)) c.evict = v == 1;
                           else return false;
                           return true;
                         });
@@ -1998,6 +2024,11 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   if (c.prefetch && sm < 90)
     throw Error("kiln: compile: row_reduction config \"prefetch\": 1 needs bulk copies (TMA, sm_90 or newer); the "
                 "target is sm_" + std::to_string(sm));
+  if (c.evict && sm < 80)
+    throw Error("kiln: compile: row_reduction config \"evict\": 1 needs L2 cache policies (createpolicy, sm_80 or "
+                "newer); the target is sm_" + std::to_string(sm));
+  // Eviction hints are for the looped form's repeated passes over global memory.
+  if (c.evict && (c.persistent || c.stage)) c.evict = false;
   // Prefetching is a persistent form with one row (part) per block.
   if (c.prefetch && (!c.persistent || c.stage || c.threadsPerRow < 32 || d.back().isDynamic())) c.prefetch = false;
   if (c.prefetch && c.cluster > 1) c.rowLoop = true;

@@ -56,17 +56,21 @@ struct RowConfig {
   // on an mbarrier), from where it is read into registers at the next
   // row's start. Each block always has a row's loads in flight.
   bool prefetch = false;
+  // Looped form (not staged): the 16-byte loads of row-shaped inputs carry
+  // L2 eviction hints, evict_last in the passes before the last (a later
+  // pass reads the row again, from L2) and evict_first in the last.
+  bool evict = false;
   // At least this many blocks per SM (0: no request): ptxas caps each
   // thread's registers so that they fit (nvvm.minctasm), spilling if it must.
   int minBlocks = 0;
-  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch" and "min_blocks" only when set
+  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict" and "min_blocks" only when set
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options);
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), min_blocks (0..32)); throws kiln::Error naming a
+// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0/1), min_blocks (0..32)); throws kiln::Error naming a
 // bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
