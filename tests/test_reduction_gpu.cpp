@@ -403,7 +403,7 @@ TEST_CASE("looped rows with L2 eviction hints match the reference", "[gpu][reduc
   };
   C c = GENERATE(C{4104, 150, 256, 2}, C{32768, 40, 512, 2});
   CompileOptions co;
-  co.rowConfigOverride = "{\"persistent\": 0, \"evict\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+  co.rowConfigOverride = "{\"persistent\": 0, \"stage\": 0, \"evict\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
                          ", \"unroll\": " + std::to_string(c.unroll) + "}";
   std::vector<test::GraphCase> cases = everyRowCase(c.len);
   const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
