@@ -1749,14 +1749,12 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     int64_t T = std::clamp<int64_t>(nextPow2((N + c.vector * c.unroll - 1) / (c.vector * c.unroll)), 32, 128);
     c.persistent = false;
     c.threadsPerRow = c.threads = static_cast<int>(T);
-    // Plain reductions (no exp: sums, maxima) read the row once with L2
-    // evict_first. Measured on the H200 (2026-11-30, session 8 call 10, sum
-    // bf16 4096x32768): 1.3-3.3% faster at every looped config tried (256
-    // and 512 threads, unroll 2 and 4). Cross-entropy (exp) was not measured
-    // with it and keeps plain loads.
-    bool exp = false;
-    for (int id = 0; id < g.numNodes(); ++id) exp = exp || g.node(id).op == Op::Exp;
-    c.evict = !exp && smNumber(options.chip) >= 80;
+    // No L2 hints (evict) here: evict_first on one pass measured 1.3-3.3%
+    // faster for sum bf16 4096x32768 at 256 and 512 threads (session 8 call
+    // 10), but with this heuristic's 128 threads (call 11) sums of f32 lost
+    // 4-7% (32768x4096 4.12 -> 3.94 TB/s, 1024x262144 4.31 -> 4.01) and bf16
+    // gained 0.4-2.7%, which kiln's exported cubin under do_bench did not
+    // confirm (3.57 TB/s at 4096x32768).
     return c;
   }
   // About two vectors per thread; the row stays in registers while a thread
@@ -1925,6 +1923,28 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
       for (int t = 32; t <= 512; t *= 2)
         if (t == 32 || t <= nextPow2((N + v - 1) / v)) ts.push_back(t);
       looped(v, ts, {2, 4, 8});
+    }
+    if (h.evict) {
+      // A row the heuristic loops over although a block could hold it
+      // (light 16-bit rows of 64 values per thread): the held form, and the
+      // loop with L2 hints at 256 and 512 threads.
+      for (int t : {512, 1024}) {
+        RowConfig c;
+        c.vector = h.vector;
+        c.persistent = true;
+        c.threadsPerRow = c.threads = t;
+        if ((vecs + t - 1) / t * h.vector <= 64) add(c);
+      }
+      for (int t : {256, 512})
+        for (int u : {2, 4}) {
+          RowConfig c;
+          c.vector = h.vector;
+          c.persistent = false;
+          c.evict = true;
+          c.threadsPerRow = c.threads = t;
+          c.unroll = u;
+          add(c);
+        }
     }
     addStaged(g, h, sm, add);
     return out;
