@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "kiln/kiln.h"
 #include "reduction_graphs.h"
@@ -597,6 +598,27 @@ TEST_CASE("evict: the looped form's row loads carry L2 eviction priorities, last
   k = compiler::compileGraph(g, o).kernels.at(0);
   CHECK_THAT(k.config, !Contains("evict"));
   CHECK_THAT(k.ptx, !Contains("createpolicy"));
+}
+
+// MLIR contexts are pooled (one module at a time each, reused by the next
+// compile): what a context held before must not change what is emitted.
+TEST_CASE("compiles that reuse pooled MLIR contexts emit the same PTX, from one thread or several", "[compile]") {
+  Graph a, b;
+  a.output("y", softmax(a.input("x", DType::BF16, {"N", 4096})));
+  b.output("y", layernorm(b.input("x", DType::F32, {"N", 1000}), b.input("w", DType::F32, {1000}),
+                          b.input("b", DType::F32, {1000})));
+  const std::string pa = compiler::compileGraph(a).kernels.at(0).ptx;
+  const std::string pb = compiler::compileGraph(b).kernels.at(0).ptx;
+  for (int i = 0; i < 3; ++i) {
+    CHECK(compiler::compileGraph(a).kernels.at(0).ptx == pa);
+    CHECK(compiler::compileGraph(b).kernels.at(0).ptx == pb);
+  }
+  std::vector<std::string> got(8);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] { got[t] = compiler::compileGraph(t % 2 ? b : a).kernels.at(0).ptx; });
+  for (std::thread& t : threads) t.join();
+  for (size_t t = 0; t < got.size(); ++t) CHECK(got[t] == (t % 2 ? pb : pa));
 }
 
 TEST_CASE("staging is dropped where it cannot apply: rows too long, held rows, clusters, dynamic rows",

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <regex>
 #include <sys/stat.h>
+#include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -422,12 +424,56 @@ PtxResult lowerToPtx(const GpuModule& module, const PtxOptions& options) {
 
 namespace detail {
 
-std::unique_ptr<mlir::MLIRContext> createContext() {
+namespace {
+
+constexpr int kContextUses = 256;   // modules per context before it is dropped
+constexpr size_t kPooledContexts = 8;  // idle contexts kept (parallel tuning compiles)
+
+struct ContextPool {
+  std::mutex mutex;
+  std::vector<mlir::MLIRContext*> idle;
+  std::unordered_map<mlir::MLIRContext*, int> uses;  // every live context
+};
+
+ContextPool& contextPool() {
+  static ContextPool* pool = new ContextPool;  // never destroyed: contexts may be released at exit
+  return *pool;
+}
+
+}  // namespace
+
+void ContextRelease::operator()(mlir::MLIRContext* ctx) const {
+  if (!ctx) return;
+  ContextPool& pool = contextPool();
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    auto it = pool.uses.find(ctx);
+    if (it != pool.uses.end() && it->second < kContextUses && pool.idle.size() < kPooledContexts) {
+      pool.idle.push_back(ctx);
+      return;
+    }
+    if (it != pool.uses.end()) pool.uses.erase(it);
+  }
+  delete ctx;
+}
+
+ContextHandle createContext() {
   initializeLlvmTargetsOnce();
-  auto ctx = std::make_unique<mlir::MLIRContext>(dialectRegistry(),
-                                                 mlir::MLIRContext::Threading::DISABLED);
+  ContextPool& pool = contextPool();
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    if (!pool.idle.empty()) {
+      mlir::MLIRContext* ctx = pool.idle.back();
+      pool.idle.pop_back();
+      ++pool.uses[ctx];
+      return ContextHandle(ctx);
+    }
+  }
+  auto* ctx = new mlir::MLIRContext(dialectRegistry(), mlir::MLIRContext::Threading::DISABLED);
   ctx->loadAllAvailableDialects();
-  return ctx;
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  pool.uses[ctx] = 1;
+  return ContextHandle(ctx);
 }
 
 GpuModule createGpuModule(std::string_view name) {
