@@ -602,6 +602,48 @@ TEST_CASE("evict: the looped form's row loads carry L2 eviction priorities, last
 
 // MLIR contexts are pooled (one module at a time each, reused by the next
 // compile): what a context held before must not change what is emitted.
+TEST_CASE("evict: every composite looped with L2 hints compiles spill-free", "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16);
+  const int64_t len = GENERATE(4104, 32768);
+  for (const test::GraphCase& c : test::rowComposites(t, {"N", len})) {
+    INFO(c.label << " at " << len);
+    compiler::CompileOptions o;
+    o.rowConfigOverride = R"({"persistent": 0, "stage": 0, "evict": 1, "threads_per_row": 512, "unroll": 4})";
+    for (const compiler::CompiledKernel& k : compiler::compileGraph(c.graph, o).kernels) {
+      checkKernelArtifacts(k);
+      INFO(k.config);
+      // Kernels over rows carry the hints (cross_entropy's mean kernel
+      // reads one row of per-row losses, which is not row-shaped).
+      const bool rows = std::any_of(k.tensors.begin(), k.tensors.end(), [](const compiler::KernelTensor& kt) {
+        return !kt.output && kt.shape.size() == 2;
+      });
+      if (rows) CHECK_THAT(k.ptx, Contains("createpolicy.fractional.L2::evict_first.b64"));
+    }
+  }
+}
+
+// The heuristic's form for rows of 32768 on sm_90, by the work per value:
+// heavy without a variance (softmax) staged, with one (layernorm) held and
+// prefetched, light 16-bit (rmsnorm bf16) looped with L2 hints, f32 held.
+TEST_CASE("the heuristic's forms for rows of 32768", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  o.keepText = false;
+  auto configOf = [&](const Graph& g) { return compiler::compileGraph(g, o).kernels.at(0).config; };
+  const Shape s{"N", 32768};
+  Graph sm, ln, rb, rf;
+  sm.output("y", softmax(sm.input("x", DType::BF16, s)));
+  ln.output("y", layernorm(ln.input("x", DType::BF16, s), ln.input("w", DType::BF16, {32768}), ln.input("b", DType::BF16, {32768})));
+  rb.output("y", rmsnorm(rb.input("x", DType::BF16, s), rb.input("w", DType::BF16, {32768})));
+  rf.output("y", rmsnorm(rf.input("x", DType::F32, s), rf.input("w", DType::F32, {32768})));
+  CHECK_THAT(configOf(sm), Contains("\"stage\": 1"));
+  CHECK_THAT(configOf(ln), Contains("\"prefetch\": 1") && Contains("\"persistent\": 1"));
+  CHECK_THAT(configOf(rb), Contains("\"evict\": 1") && Contains("\"persistent\": 0"));
+  CHECK_THAT(configOf(rf), Contains("\"persistent\": 1") && !Contains("evict") && !Contains("prefetch"));
+  o.chip = "sm_80";  // no bulk copies: neither staged nor prefetched
+  CHECK_THAT(configOf(sm), !Contains("stage"));
+  CHECK_THAT(configOf(ln), !Contains("prefetch"));
+}
+
 TEST_CASE("compiles that reuse pooled MLIR contexts emit the same PTX, from one thread or several", "[compile]") {
   Graph a, b;
   a.output("y", softmax(a.input("x", DType::BF16, {"N", 4096})));

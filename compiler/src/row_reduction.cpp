@@ -1371,9 +1371,13 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     if (staging) emitStaging(row, stageBase);
     emitGathers();
     // evict: every pass but the last keeps the row in L2 for the next one.
+    // A level makes a pass when it has accumulators; the output pass, when
+    // there are row-shaped outputs, comes last.
     const bool hints = cfg_.evict && !staging && !asTail_;
+    int lastLevel = -1;
+    for (const Acc& a : accs_) lastLevel = std::max(lastLevel, a.level);
     for (int level = 0; level <= maxLevel_; ++level) {
-      if (hints) evictHint_ = level < maxLevel_ || !fullOutputs_.empty() ? "evict_last" : "evict_first";
+      if (hints) evictHint_ = level < lastLevel || !fullOutputs_.empty() ? "evict_last" : "evict_first";
       levelLooped(level);
     }
     if (hints) evictHint_ = "evict_first";
