@@ -639,6 +639,9 @@ TEST_CASE("the heuristic's forms for rows of 32768", "[compile][reduction]") {
   CHECK_THAT(configOf(ln), Contains("\"prefetch\": 1") && Contains("\"persistent\": 1"));
   CHECK_THAT(configOf(rb), Contains("\"evict\": 1") && Contains("\"persistent\": 0"));
   CHECK_THAT(configOf(rf), Contains("\"persistent\": 1") && !Contains("evict") && !Contains("prefetch"));
+  // The prefetch form's blocks loop over the rows: explain() says so.
+  CHECK_THAT(kiln::compile(ln).explain(), Contains("resident grid: the blocks that fit at once loop over the rows"));
+  CHECK_THAT(kiln::compile(rf).explain(), !Contains("resident grid"));
   o.chip = "sm_80";  // no bulk copies: neither staged nor prefetched
   CHECK_THAT(configOf(sm), !Contains("stage"));
   CHECK_THAT(configOf(ln), !Contains("prefetch"));

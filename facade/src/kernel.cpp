@@ -645,6 +645,11 @@ std::string Kernel::explain() const {
       if (index < impl_->kernels.size() && impl_->loaded && impl_->kernels[index].grid.maxBlocks > 0)
         os << ", at most " << impl_->kernels[index].grid.maxBlocks / k.launch.cluster << " at once";
       os << "\n";
+    } else if (k.launch.resident) {
+      os << "    resident grid: the blocks that fit at once loop over the rows";
+      if (index < impl_->kernels.size() && impl_->loaded && impl_->kernels[index].grid.maxBlocks > 0)
+        os << " (" << impl_->kernels[index].grid.maxBlocks << " blocks on this GPU)";
+      os << "\n";
     }
     for (const auto& r : k.resources)
       os << "    " << r.kernel << ": " << r.registers << " registers, " << r.spillStoreBytes
