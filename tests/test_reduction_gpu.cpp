@@ -35,6 +35,15 @@ test::RunOptions optionsFor(const test::GraphCase& c, int64_t rows) {
   return {.dims = {{"R", rows}}, .ranges = c.ranges, .tolScale = c.tolScale, .relFloor = c.relFloor};
 }
 
+// Runs case `g` over `rows` rows with the row config override `config`
+// against the reference: the schedule-form tests (clusters, staged rows,
+// prefetch, L2 hints) over everyRowCase.
+Kernel runWithRowConfig(const test::GraphCase& g, int64_t rows, const std::string& config) {
+  test::RunOptions o = optionsFor(g, rows);
+  o.compile.rowConfigOverride = config;
+  return runAndCheck(g.graph, o);
+}
+
 // Every reduction op (keepdim false) and the op library's composites in f32
 // and bf16 over [R, len]: the cases a schedule form must get right. The same
 // number of cases at every len, so that GENERATE over their indices is one
@@ -311,16 +320,13 @@ TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu]
   // clusters of 8 x 512 threads on an H200): the row loop takes several
   // turns, through both halves of the exchange region.
   const int64_t rows = c.len >= 262144 ? 32 : c.len >= 32768 ? 40 : 150;
-  CompileOptions co;
-  co.rowConfigOverride = "{\"persistent\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
-                         ", \"cluster\": " + std::to_string(c.cluster) + ", \"row_loop\": " + (c.loop ? "1" : "0") + "}";
+  const std::string config = "{\"persistent\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                             ", \"cluster\": " + std::to_string(c.cluster) + ", \"row_loop\": " + (c.loop ? "1" : "0") + "}";
   const std::string want = "clusters of " + std::to_string(c.cluster) + " blocks";
   std::vector<test::GraphCase> cases = everyRowCase(c.len);
   const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
-  INFO(g.label << " over " << rows << " rows, " << co.rowConfigOverride);
-  test::RunOptions o = optionsFor(g, rows);
-  o.compile = co;
-  Kernel k = runAndCheck(g.graph, o);
+  INFO(g.label << " over " << rows << " rows, " << config);
+  Kernel k = runWithRowConfig(g, rows, config);
   // Every row kernel of the graph runs in clusters (cross_entropy's mean
   // kernel too: its row of R values is held and split like any other).
   INFO(k.explain());
@@ -343,15 +349,12 @@ TEST_CASE("rows staged in shared memory by bulk copies match the reference", "[g
   };
   C c = GENERATE(C{4096, 256, 2}, C{4104, 512, 1}, C{32768, 256, 2}, C{32768, 512, 4});
   const int64_t rows = c.len >= 32768 ? 40 : 150;
-  CompileOptions co;
-  co.rowConfigOverride = "{\"persistent\": 0, \"stage\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
-                         ", \"unroll\": " + std::to_string(c.unroll) + "}";
+  const std::string config = "{\"persistent\": 0, \"stage\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                             ", \"unroll\": " + std::to_string(c.unroll) + "}";
   std::vector<test::GraphCase> cases = everyRowCase(c.len);
   const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
-  INFO(g.label << " over " << rows << " rows, " << co.rowConfigOverride);
-  test::RunOptions o = optionsFor(g, rows);
-  o.compile = co;
-  Kernel k = runAndCheck(g.graph, o);
+  INFO(g.label << " over " << rows << " rows, " << config);
+  Kernel k = runWithRowConfig(g, rows, config);
   INFO(k.explain());
   // Staged wherever the rows fit (f32 rows of 32768 are 128 KiB: not).
   const bool fits = c.len * 4 <= 112 * 1024;
@@ -377,15 +380,12 @@ TEST_CASE("held rows with the next row prefetched match the reference", "[gpu][r
   // Resident blocks on an H200: 4-8 per SM of 132 at 4096 (512 threads),
   // 1-2 at 32768, 15 clusters of 8 at 262144.
   C c = GENERATE(C{4096, 1200, 512, 1}, C{4104, 1000, 256, 1}, C{32768, 280, 512, 1}, C{262144, 36, 512, 8});
-  CompileOptions co;
-  co.rowConfigOverride = "{\"persistent\": 1, \"prefetch\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
-                         ", \"cluster\": " + std::to_string(c.cluster) + "}";
+  const std::string config = "{\"persistent\": 1, \"prefetch\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                             ", \"cluster\": " + std::to_string(c.cluster) + "}";
   std::vector<test::GraphCase> cases = everyRowCase(c.len);
   const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
-  INFO(g.label << " over " << c.rows << " rows, " << co.rowConfigOverride);
-  test::RunOptions o = optionsFor(g, c.rows);
-  o.compile = co;
-  Kernel k = runAndCheck(g.graph, o);
+  INFO(g.label << " over " << c.rows << " rows, " << config);
+  Kernel k = runWithRowConfig(g, c.rows, config);
   INFO(k.explain());
   // Rows of 16-byte vectors are prefetched (bool and odd dtypes may not be).
   if (g.label.find("softmax") != std::string::npos)
@@ -402,15 +402,12 @@ TEST_CASE("looped rows with L2 eviction hints match the reference", "[gpu][reduc
     int threads, unroll;
   };
   C c = GENERATE(C{4104, 150, 256, 2}, C{32768, 40, 512, 2});
-  CompileOptions co;
-  co.rowConfigOverride = "{\"persistent\": 0, \"stage\": 0, \"evict\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
-                         ", \"unroll\": " + std::to_string(c.unroll) + "}";
+  const std::string config = "{\"persistent\": 0, \"stage\": 0, \"evict\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                             ", \"unroll\": " + std::to_string(c.unroll) + "}";
   std::vector<test::GraphCase> cases = everyRowCase(c.len);
   const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
-  INFO(g.label << " over " << c.rows << " rows, " << co.rowConfigOverride);
-  test::RunOptions o = optionsFor(g, c.rows);
-  o.compile = co;
-  Kernel k = runAndCheck(g.graph, o);
+  INFO(g.label << " over " << c.rows << " rows, " << config);
+  Kernel k = runWithRowConfig(g, c.rows, config);
   INFO(k.explain());
   if (g.label.find("softmax") != std::string::npos)
     CHECK(k.explain().find("\"evict\": 1") != std::string::npos);

@@ -1438,11 +1438,10 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // block even for no rows, for the tail's results); then the last block.
     MlirWriter body = head.sibling();
     body.setIndent(2);
-    std::string rows = poly(rowsPoly);
     std::string first = rowsPerBlock > 1
                             ? pre.assign("arith.muli " + bid + ", " + pre.integer(rowsPerBlock, "i64") + " : i64")
                             : bid;
-    body.line("scf.if " + body.assign("arith.cmpi ult, " + first + ", " + rows + " : i64") + " {");
+    body.line("scf.if " + body.assign("arith.cmpi ult, " + first + ", " + rowsValue + " : i64") + " {");
     body.append(row.text());
     body.line("}");
     lastBlock(body, params.outputs);
@@ -1875,22 +1874,31 @@ static bool copiesWhole(const Graph& g, int v) {
   return false;
 }
 
-// The staged form's configs (sm_90+, rows that fit in shared memory twice
-// per SM): 256 and 512 threads, one or two vectors per thread per step.
-static void addStaged(const Graph& g, const RowConfig& h, int sm, const std::function<void(const RowConfig&)>& add) {
-  const Shape d = domainOf(g);
-  if (sm < 90 || d.back().isDynamic() || h.cluster > 1) return;
-  if (stagedRowBytes(g, d) > kMaxStagedRowBytes || stagedRowBytes(g, d) == 0) return;
-  for (int t : {256, 512})
-    for (int u : {1, 2}) {
-      RowConfig c;
-      c.vector = h.vector;
-      c.persistent = false;
-      c.stage = true;
+using AddConfig = std::function<void(const RowConfig&)>;
+
+// Looped configs like `base` (its vector width and flags) at each of `ts`
+// threads per row × `us` vectors per thread per step.
+static void addLoops(RowConfig base, const std::vector<int>& ts, const std::vector<int>& us, const AddConfig& add) {
+  base.persistent = false;
+  for (int t : ts)
+    for (int u : us) {
+      RowConfig c = base;
       c.threadsPerRow = c.threads = t;
       c.unroll = u;
       add(c);
     }
+}
+
+// The staged form's configs (sm_90+, rows that fit in shared memory twice
+// per SM): 256 and 512 threads, one or two vectors per thread per step.
+static void addStaged(const Graph& g, const RowConfig& h, int sm, const AddConfig& add) {
+  const Shape d = domainOf(g);
+  if (sm < 90 || d.back().isDynamic() || h.cluster > 1) return;
+  if (stagedRowBytes(g, d) > kMaxStagedRowBytes || stagedRowBytes(g, d) == 0) return;
+  RowConfig staged;
+  staged.vector = h.vector;
+  staged.stage = true;
+  addLoops(staged, {256, 512}, {1, 2}, add);
 }
 
 std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
@@ -1901,16 +1909,10 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   };
   add(h);
   const Dim nd = domainOf(g).back();
-  auto looped = [&](int v, std::vector<int> ts, std::vector<int> us) {
-    for (int t : ts)
-      for (int u : us) {
-        RowConfig c;
-        c.vector = v;
-        c.persistent = false;
-        c.threadsPerRow = c.threads = t;
-        c.unroll = u;
-        add(c);
-      }
+  auto looped = [&](int v, const std::vector<int>& ts, const std::vector<int>& us) {
+    RowConfig c;
+    c.vector = v;
+    addLoops(c, ts, us, add);
   };
   if (nd.isDynamic()) {
     looped(1, {128, 256, 512, 1024}, {1, 2, 4});
@@ -1939,16 +1941,10 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         c.threadsPerRow = c.threads = t;
         if ((vecs + t - 1) / t * h.vector <= 64) add(c);
       }
-      for (int t : {256, 512})
-        for (int u : {2, 4}) {
-          RowConfig c;
-          c.vector = h.vector;
-          c.persistent = false;
-          c.evict = true;
-          c.threadsPerRow = c.threads = t;
-          c.unroll = u;
-          add(c);
-        }
+      RowConfig hinted;
+      hinted.vector = h.vector;
+      hinted.evict = true;
+      addLoops(hinted, {256, 512}, {2, 4}, add);
     }
     addStaged(g, h, sm, add);
     return out;

@@ -128,7 +128,6 @@ void capResident(PreparedKernel& pk) {
     if (d.occupancyMaxActiveClusters(&clusters, pk.vectorized.handle(), &cfg) == CUDA_SUCCESS && clusters > 0)
       cap = static_cast<int64_t>(clusters) * lg.cluster;
   } else {
-    if (!d.occupancyMaxActiveBlocksPerMultiprocessor) return;
     int perSM = 0;
     if (d.occupancyMaxActiveBlocksPerMultiprocessor(&perSM, pk.vectorized.handle(), lg.threadsPerBlock,
                                                     static_cast<size_t>(lg.sharedBytes)) == CUDA_SUCCESS &&
@@ -189,8 +188,8 @@ void loadScalarEntries(Kernel::Impl& impl) {
       for (size_t t = 0; t < ck.tensors.size(); ++t)
         if (ck.tensors[t].name != pk.ck->tensors[t].name) planMismatch(i, ck, *pk.ck, "other tensors");
       if (a.threadsPerBlock != b.threadsPerBlock || a.elementsPerBlock != b.elementsPerBlock ||
-          a.maxBlocks != b.maxBlocks || a.minBlocks != b.minBlocks || a.resident != b.resident || a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape ||
-          a.tile != b.tile || a.cluster != b.cluster)
+          a.maxBlocks != b.maxBlocks || a.minBlocks != b.minBlocks || a.resident != b.resident ||
+          a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape || a.tile != b.tile || a.cluster != b.cluster)
         planMismatch(i, ck, *pk.ck, "another launch geometry");
       const compiler::KernelEntry* entry = nullptr;
       for (const compiler::KernelEntry& e : ck.entries)
