@@ -418,9 +418,25 @@ TEST_CASE("row cluster configs: bad values and targets are errors, shapes that c
     o.rowConfigOverride = R"({"cluster": 2})";
     CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("\"cluster\": 2") && Contains("sm_80") && Contains("sm_90"));
   }
-  SECTION("a cluster size that is not 1, 2, 4 or 8") {
-    o.rowConfigOverride = R"({"cluster": 3})";
-    CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("cluster"));
+  SECTION("a cluster size that is not 1, 2, 4, 8 or 16") {
+    for (const char* bad : {R"({"cluster": 3})", R"({"cluster": 32})", R"({"cluster": 0})"}) {
+      o.rowConfigOverride = bad;
+      CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("cluster") && Contains("16"));
+    }
+  }
+  SECTION("a cluster of 16 (non-portable): 2 blocks per SM at 256 threads with min_blocks") {
+    Graph h;
+    h.output("y", softmax(h.input("x", DType::F32, {"N", 262144})));
+    o.rowConfigOverride = R"({"cluster": 16, "persistent": 1, "threads_per_row": 256, "min_blocks": 2})";
+    o.keepText = true;
+    compiler::CompiledGraph cg = compiler::compileGraph(h, o);
+    const compiler::CompiledKernel& k = cg.kernels.at(0);
+    checkKernelArtifacts(k);
+    CHECK(k.launch.cluster == 16);
+    CHECK(k.launch.threadsPerBlock == 256);
+    CHECK(k.launch.resident);
+    CHECK_THAT(k.ptx, Contains(".minnctapersm 2"));
+    for (const compiler::ResourceReport& r : k.resources) CHECK(r.registers <= 128);
   }
   SECTION("a row that does not divide into the parts: one block per row") {
     Graph h;

@@ -1968,11 +1968,12 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
       }
     }
   }
-  // Clusters (sm_90+): the row split over C blocks of 256 or 512 threads
-  // that each hold their part in registers, looping over rows or not.
+  // Clusters (sm_90+): the row split over C blocks of 128 to 512 threads
+  // that each hold their part in registers, looping over rows or not
+  // (16 blocks: a non-portable cluster size, which Hopper allows).
   if (sm >= 90)
-    for (int cl = 2; cl <= 8; cl *= 2)
-      for (int t : {256, 512}) {
+    for (int cl = 2; cl <= 16; cl *= 2)
+      for (int t : {128, 256, 512}) {
         const int v = h.vector;
         if (N % (static_cast<int64_t>(cl) * v) != 0) continue;
         const int64_t partVecs = N / cl / v;
@@ -2013,7 +2014,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
 void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
-                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8 (sm_90+); row_loop: 0 or 1; "
+                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
                         "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+); evict: 0 or 1; min_blocks: 0..32",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
@@ -2021,7 +2022,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8)) c.vector = static_cast<int>(v);
                           else if (key == "persistent" && (v == 0 || v == 1)) c.persistent = v == 1;
                           else if (key == "unroll" && v >= 1 && v <= 8) c.unroll = static_cast<int>(v);
-                          else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) c.cluster = static_cast<int>(v);
+                          else if (key == "cluster" && isPow2(v) && v <= 16) c.cluster = static_cast<int>(v);
                           else if (key == "row_loop" && (v == 0 || v == 1)) c.rowLoop = v == 1;
                           else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
                           else if (key == "prefetch" && (v == 0 || v == 1)) c.prefetch = v == 1;

@@ -92,12 +92,14 @@ struct Kernel::Impl {
 
 namespace {
 
-// Lets the function take the kernel's dynamic shared memory. Above 48 KiB a
-// kernel must opt in; doing it for any amount is harmless, and a request
-// beyond what the device allows then fails here, at load, naming the
-// kernel, rather than as an opaque launch failure.
-void allowSharedBytes(const rt::Function& f, const compiler::LaunchGeometry& lg) {
+// Lets the function take the kernel's dynamic shared memory and cluster
+// size. Above 48 KiB a kernel must opt in; doing it for any amount is
+// harmless, and a request beyond what the device allows then fails here, at
+// load, naming the kernel, rather than as an opaque launch failure. Clusters
+// of more than 8 blocks (16: a row split 16 ways) opt in the same way.
+void allowLaunchGeometry(const rt::Function& f, const compiler::LaunchGeometry& lg) {
   if (f && lg.sharedBytes > 0) f.setMaxDynamicSharedBytes(lg.sharedBytes);
+  if (f && lg.cluster > 8) f.allowNonPortableClusters();
 }
 
 // A kernel that loops over its rows (LaunchGeometry::resident) gets no more
@@ -143,7 +145,7 @@ void loadModules(Kernel::Impl& impl) {
     pk.module = rt::Module::load(std::span<const uint8_t>(bytes, pk.ck->cubin.size()), pk.ck->name);
     for (const compiler::KernelEntry& e : pk.ck->entries) {
       rt::Function f = pk.module.function(e.name);
-      allowSharedBytes(f, pk.ck->launch);
+      allowLaunchGeometry(f, pk.ck->launch);
       if (e.vectorized) pk.vectorized = f;
       else pk.scalar = f;
     }
@@ -198,7 +200,7 @@ void loadScalarEntries(Kernel::Impl& impl) {
       const auto* bytes = reinterpret_cast<const uint8_t*>(ck.cubin.data());
       impl.scalarModules.push_back(rt::Module::load(std::span<const uint8_t>(bytes, ck.cubin.size()), ck.name));
       pk.scalar = impl.scalarModules.back().function(entry->name);
-      allowSharedBytes(pk.scalar, ck.launch);
+      allowLaunchGeometry(pk.scalar, ck.launch);
     }
   });
 }

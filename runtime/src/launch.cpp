@@ -64,6 +64,8 @@ CUresult rawLaunch(const Driver& d, const Function& fn, const LaunchConfig& c, v
   if (hasCluster(c)) msg += ", cluster " + dim3Text(c.cluster);
   if (r == CUDA_ERROR_INVALID_VALUE && c.sharedBytes > 48 * 1024)
     msg += " (over 48 KiB of dynamic shared memory needs Function::setMaxDynamicSharedBytes)";
+  if (hasCluster(c) && c.cluster.x * c.cluster.y * c.cluster.z > 8)
+    msg += " (clusters of more than 8 blocks need Function::allowNonPortableClusters)";
   if (r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_CONTEXT)
     msg += " (is the current context the one the kernel's module was loaded into?)";
   throw Error(msg);

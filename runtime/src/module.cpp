@@ -136,6 +136,12 @@ void Function::setMaxDynamicSharedBytes(int bytes) const {
                      ") of kernel '" + name_ + "'").c_str());
 }
 
+void Function::allowNonPortableClusters() const {
+  CUresult r = driver().funcSetAttribute(fn_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+  if (r != CUDA_SUCCESS)
+    throwCuError(r, ("cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED=1) of kernel '" + name_ + "'").c_str());
+}
+
 std::vector<size_t> Function::parameterSizes() const {
   std::vector<size_t> sizes;
   const Driver& d = driver();

@@ -36,6 +36,9 @@ class Function {
   // Lets launches use more than 48 KiB of dynamic shared memory
   // (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
   void setMaxDynamicSharedBytes(int bytes) const;
+  // Lets launches use clusters of more than 8 blocks (up to 16 on sm_90;
+  // cuFuncSetAttribute NON_PORTABLE_CLUSTER_SIZE_ALLOWED).
+  void allowNonPortableClusters() const;
 
   // The kernel's parameter sizes in bytes, in order, as recorded in its image
   // (cuFuncGetParamInfo). Empty when the driver is older than CUDA 12.4.
