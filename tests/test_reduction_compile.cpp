@@ -424,6 +424,22 @@ TEST_CASE("row cluster configs: bad values and targets are errors, shapes that c
       CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("cluster") && Contains("16"));
     }
   }
+  SECTION("looped parts in a cluster: spill-free, hinted, states merged through the cluster") {
+    for (const test::GraphCase& c : test::rowComposites(DType::F32, {"N", 262144})) {
+      INFO(c.label);
+      o.rowConfigOverride = R"({"cluster": 8, "persistent": 0, "threads_per_row": 512, "evict": 1})";
+      o.keepText = true;
+      compiler::CompiledGraph cg = compiler::compileGraph(c.graph, o);
+      const compiler::CompiledKernel& k = cg.kernels.at(0);
+      checkKernelArtifacts(k);
+      CHECK(k.launch.cluster == 8);
+      CHECK_THAT(k.config, Contains("\"persistent\": 0") && Contains("\"evict\": 1"));
+      CHECK_THAT(k.ptx, Contains("mapa.shared::cluster") && Contains("barrier.cluster.wait"));
+      // cross_entropy streams its row once: that pass lets the row go.
+      CHECK_THAT(k.ptx, Contains("createpolicy.fractional.L2::evict_first"));
+      if (c.label.rfind("cross_entropy", 0) != 0) CHECK_THAT(k.ptx, Contains("createpolicy.fractional.L2::evict_last"));
+    }
+  }
   SECTION("a cluster of 16 (non-portable): 2 blocks per SM at 256 threads with min_blocks") {
     Graph h;
     h.output("y", softmax(h.input("x", DType::F32, {"N", 262144})));

@@ -824,7 +824,9 @@ std::vector<std::vector<std::string>> RowEmitter::loopOver(
         body) {
   MlirWriter& w = *row_;
   const int T = cfg_.threadsPerRow, V = vector_, U = cfg_.unroll;
-  const Dim& nd = dom_[k_ - 1];
+  // In a cluster, the block's part of the row (columns are block-local).
+  Dim nd = dom_[k_ - 1];
+  if (cfg_.cluster > 1) nd = Dim(nd.size / cfg_.cluster);
   std::string n32 = nd.isStatic() ? w.integer(nd.size, "i32")
                                   : w.assign("arith.trunci " + dimArg_.at(nd.name) + " : i64 to i32");
   const int64_t step = static_cast<int64_t>(T) * V * U;
@@ -946,17 +948,24 @@ void RowEmitter::levelLooped(int level) {
         std::vector<std::string> xs, cols;
         for (int l = 0; l < vector_; ++l) {
           xs.push_back(convertValue(b, value(c, a.operand, id, u, l), g_.node(a.operand).dtype, a.type));
-          if (a.kind == AccKind::ArgMax || a.kind == AccKind::ArgMin)
-            cols.push_back(l ? b.assign("arith.addi " + c.cols[u] + ", " + b.integer(l, "i32") + " : i32") : c.cols[u]);
+          if (a.kind == AccKind::ArgMax || a.kind == AccKind::ArgMin) {
+            std::string c0 = rowColumn(b, c.cols[u]);
+            cols.push_back(l ? b.assign("arith.addi " + c0 + ", " + b.integer(l, "i32") + " : i32") : c0);
+          }
         }
         s[i] = accumulateAcc(b, a, s[i], xs, cols, "");
       }
     return s;
   });
-  for (size_t i = 0; i < here.size(); ++i) {
-    std::vector<std::string> s = crossThreadAcc(w, *here[i], states[i]);
-    finalize(w, *here[i], s);
+  for (size_t i = 0; i < here.size(); ++i) states[i] = crossThreadAcc(w, *here[i], states[i]);
+  if (cfg_.cluster > 1) {
+    // The blocks of the cluster merge their parts' states (as held rows do).
+    ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, exchange_};
+    states = clusterMerge(w, here, states, ct, exchangeEntries_);
+    if (exchangeEntries_ > kExchangeEntries)
+      throw Error("kiln: internal: a row cluster exchanges more than " + std::to_string(kExchangeEntries) + " values");
   }
+  for (size_t i = 0; i < here.size(); ++i) finalize(w, *here[i], states[i]);
 }
 
 // Computes every full-shaped output at one slot of the context and stores it.
@@ -2045,8 +2054,7 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
     // each; where that cannot be, one block per row.
     int v = std::max(1, c.vector);
     while (v > 1 && d.back().isStatic() && d.back().size % v != 0) v /= 2;
-    if (!c.persistent || d.back().isDynamic() || d.back().size % (static_cast<int64_t>(c.cluster) * v) != 0 ||
-        c.threadsPerRow <= 32)
+    if (d.back().isDynamic() || d.back().size % (static_cast<int64_t>(c.cluster) * v) != 0 || c.threadsPerRow <= 32)
       c.cluster = 1;
     else
       c.threads = c.threadsPerRow;
