@@ -70,8 +70,10 @@ class RowEmitter {
   // A held row's variance: the mean first, then the squared deviations from
   // it (two block trees). In a cluster, Welford's (count, mean, M2) instead,
   // so the blocks exchange their states once.
-  // A staged row is read from shared memory, so the second pass is cheap there too.
-  bool twoPassVariance() const { return (cfg_.persistent || cfg_.stage) && cfg_.cluster == 1; }
+  // A staged row is read from shared memory, so the second pass is cheap there too;
+  // a looped row with L2 hints (evict) reads it again from the cache (as
+  // Inductor's looped layernorm does), instead of Welford's division per vector.
+  bool twoPassVariance() const { return (cfg_.persistent || cfg_.stage || cfg_.evict) && cfg_.cluster == 1; }
   void buildAccumulators();
 
   // ---- emission
