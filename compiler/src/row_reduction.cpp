@@ -1800,6 +1800,40 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     variance = variance || g.node(id).op == Op::Var || g.node(id).op == Op::Std;
   const int64_t perThread = (variance ? 4 : 2) * c.vector;
   int64_t T = std::clamp<int64_t>(nextPow2((N + perThread - 1) / perThread), 1, 512);
+  bool heavy = variance, hasExp = false;
+  int rowInputs = 0;
+  bool narrow = true;  // every row-shaped input is 16-bit
+  for (int id = 0; id < g.numNodes(); ++id) hasExp = hasExp || g.node(id).op == Op::Exp;
+  heavy = heavy || hasExp;
+  for (int id : g.params())
+    if (g.node(id).op == Op::Input && g.node(id).shape == d) {
+      ++rowInputs;
+      narrow = narrow && dtypeSize(g.node(id).dtype) == 2;
+    }
+  // A short row that one step of at most 512 threads covers loops instead of
+  // being held (sm_80+): one step per pass, the first passes keeping the row
+  // in the L2 (and L1) cache for the next (evict; a variance in two passes,
+  // mean then squared deviations), as Inductor's looped reductions do.
+  // Heavy rows (exp, a variance) take 4 vectors per thread, light ones 2,
+  // divided among several row-shaped inputs. Measured on the H200
+  // (2026-11-30, session 9 calls 2-3, 32768x4096, TB/s, held -> looped):
+  // rmsnorm bf16 3.97 -> 4.10 (256 threads x 2), residual add + rmsnorm bf16
+  // 4.07 -> 4.27 (512 x 1), layernorm bf16 4.05 -> 4.12 (128 x 4), softmax
+  // bf16 3.98 -> 4.00 (128 x 4), layernorm f32 4.10 -> 4.25 (256 x 4). f32
+  // rows without a variance stay held: softmax 4.15 held vs 3.97 looped (256
+  // x 4), rmsnorm 4.18 vs 4.03-4.15 (512 x 2, 256 x 4).
+  if (smNumber(options.chip) >= 80 && rowInputs > 0 && (narrow || variance)) {
+    const int u = std::max(1, (heavy ? 4 : 2) / rowInputs);
+    const int64_t span = static_cast<int64_t>(u) * c.vector;
+    const int64_t t = N / span;
+    if (N % span == 0 && isPow2(t) && t >= 128 && t <= 512) {
+      c.persistent = false;
+      c.evict = true;
+      c.unroll = u;
+      c.threadsPerRow = c.threads = static_cast<int>(t);
+      return c;
+    }
+  }
   // Longer rows than 512 threads hold: on sm_90+, split the row across a
   // cluster of C blocks of 512 threads (the same per-block shape as the
   // 512 x 64 rows measured best above), each holding N/C columns; the row
@@ -1827,11 +1861,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // 4096x32768): softmax 3.69 TB/s staged (512 threads, unroll 2) vs 3.24
   // held; layernorm 3.25 staged (two-pass variance) vs 3.20 held; rmsnorm,
   // light per element, 3.67 staged vs 3.89 held, so it stays held.
-  bool heavy = false;
-  for (int id = 0; id < g.numNodes(); ++id) {
-    const Op op = g.node(id).op;
-    heavy = heavy || op == Op::Exp || op == Op::Var || op == Op::Std;
-  }
   // A variance instead stays held, with the next row prefetched by a bulk
   // copy while the block reduces this one (held rows need no second read of
   // shared memory for the mean and the variance). Measured on the H200
