@@ -171,6 +171,7 @@ const char* kSweep[] = {
 // straight-line one-chunk-per-block form).
 const char* kVariants[] = {
     "", R"({"unroll": 2})", R"({"threads": 256})", R"({"index_bits": 64})", R"({"max_blocks": 1073741824})",
+    R"({"nc": 0})", R"({"nc": 0, "unroll": 2})",
 };
 
 enum class Mode { Cases, Sweep, Variants };

@@ -159,6 +159,21 @@ TEST_CASE("bad launches are clear errors naming the argument", "[compile][facade
   }
 }
 
+TEST_CASE("config nc 0 loads inputs with plain ld.global, 16 bytes at a time", "[compile]") {
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {64, 4096}), y = g.input("y", DType::F32, {64, 4096});
+  g.output("out", x * y + g.input("z", DType::F32, {64, 4096}));
+  compiler::CompileOptions o;
+  compiler::CompiledGraph nc = compiler::compileGraph(g, o);
+  CHECK_THAT(nc.kernels.at(0).ptx, Contains("ld.global.nc.v4"));
+  o.configOverride = R"({"nc": 0, "unroll": 2})";
+  compiler::CompiledGraph plain = compiler::compileGraph(g, o);
+  const std::string& ptx = plain.kernels.at(0).ptx;
+  CHECK_THAT(ptx, Contains("ld.global.v4.b32") && !Contains("ld.global.nc"));
+  CHECK_THAT(plain.kernels.at(0).config, Contains("\"nc\": 0"));
+  for (const compiler::ResourceReport& r : plain.kernels.at(0).resources) CHECK(r.spillStoreBytes == 0);
+}
+
 TEST_CASE("a config override the schedule does not take is an error naming the schedule and the key", "[compile]") {
   Graph pw;
   Tensor px = pw.input("x", DType::F32, {"N", 64});

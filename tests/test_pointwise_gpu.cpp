@@ -26,6 +26,9 @@ TEST_CASE("the benchmark graphs match the reference at the benchmark row lengths
     int64_t rows, cols;
   };
   S s = GENERATE(S{300, 4096}, S{3, 262144});
+  // Also with plain ld.global (config nc 0, Triton's loads), two vectors per thread.
+  CompileOptions co;
+  co.configOverride = GENERATE(as<std::string>{}, "", R"({"nc": 0, "unroll": 2})");
   Graph g;
   Tensor x = g.input("x", t, {s.rows, s.cols});
   Tensor y = g.input("y", t, {s.rows, s.cols});
@@ -37,7 +40,8 @@ TEST_CASE("the benchmark graphs match the reference at the benchmark row lengths
   Tensor c = x;
   for (int i = 0; i < 6; ++i) c = (i % 2) ? exp(c * -0.5) : c * 1.5 + 0.25;
   g.output("chain", c);
-  runAndCheck(g, {.ranges = {{"x", {-2, 2}}}});
+  INFO("config override " << co.configOverride);
+  runAndCheck(g, {.ranges = {{"x", {-2, 2}}}, .compile = co});
 }
 
 TEST_CASE("row, column and scalar broadcasts, dynamic dims and several outputs", "[gpu][pointwise]") {

@@ -23,7 +23,7 @@ KernelParams kernelParams(const Graph& g, const std::vector<int>& inputs, size_t
     p.signature += name + ": " + type + (attrs.empty() ? "" : " " + attrs);
     return name;
   };
-  const std::string in = options.plain ? "" : "{llvm.noalias, llvm.readonly}";
+  const std::string in = options.plain ? "" : options.readonlyInputs ? "{llvm.noalias, llvm.readonly}" : "";
   for (int id : inputs) p.argOf[id] = addArg("!llvm.ptr<1>", in);
   for (size_t o = 0; o < numOutputs; ++o)
     p.outputs.push_back(addArg("!llvm.ptr<1>", options.plain             ? ""

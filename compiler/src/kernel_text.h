@@ -31,6 +31,10 @@ struct KernelParams {
 struct ParamOptions {
   std::set<size_t> readBack;
   bool plain = false;
+  // false: inputs carry no attributes (NVPTX lowers loads of a no-alias
+  // read-only argument to ld.global.nc even without invariant flags; the
+  // outputs' no-alias still lets loads move past their stores).
+  bool readonlyInputs = true;
 };
 KernelParams kernelParams(const Graph& g, const std::vector<int>& inputs, size_t numOutputs,
                           const std::vector<std::string>& dims, const std::vector<int>& scalars,

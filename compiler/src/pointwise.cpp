@@ -21,7 +21,7 @@ bool isPointwiseOp(Op op) {
 std::string PointwiseConfig::json() const {
   return "{\"threads\": " + std::to_string(threads) + ", \"vector\": " + std::to_string(vector) +
          ", \"unroll\": " + std::to_string(unroll) + ", \"max_blocks\": " + std::to_string(maxBlocks) +
-         ", \"index_bits\": " + (index32 ? "32" : "64") + "}";
+         ", \"index_bits\": " + (index32 ? "32" : "64") + (nc ? "" : ", \"nc\": 0") + "}";
 }
 
 namespace {
@@ -40,6 +40,8 @@ class PointwiseEmitter {
   PointwiseKernel run(const std::string& name, EntryVariants variants);
 
  private:
+  // Flags of input loads: invariant, so that they lower to ld.global.nc (config nc).
+  std::string loadFlags() const { return cfg_.nc ? ", invariant" : ""; }
   // ---- analysis
   void collect(int node, const Frame& frame);
   Access accessOf(int inputNode, const Shape& viewShape, const Frame& frame) const {
@@ -204,7 +206,7 @@ std::string PointwiseEmitter::loadAccess(Region& r, const Access& a, DType dtype
     std::string p = r.w->assign("llvm.getelementptr inbounds " + ptr + "[" + off + "] : (!llvm.ptr<1>, " + it() +
                                 ") -> !llvm.ptr<1>, " + st);
     std::string raw = r.w->assign("llvm.load " + p + " {alignment = " + std::to_string(dtypeSize(dtype)) +
-                                  " : i64, invariant} : !llvm.ptr<1> -> " + st);
+                                  " : i64" + loadFlags() + "} : !llvm.ptr<1> -> " + st);
     return loadConvert(*r.w, raw, dtype);
   };
   if (cls == 1) {  // one vector load per u, then a lane
@@ -217,7 +219,7 @@ std::string PointwiseEmitter::loadAccess(Region& r, const Access& a, DType dtype
       std::string p = r.w->assign("llvm.getelementptr inbounds " + ptr + "[" + off + "] : (!llvm.ptr<1>, " + it() +
                                   ") -> !llvm.ptr<1>, " + st);
       int align = std::min(16, vector_ * dtypeSize(dtype));
-      vec = r.w->assign("llvm.load " + p + " {alignment = " + std::to_string(align) + " : i64, invariant} : !llvm.ptr<1> -> vector<" +
+      vec = r.w->assign("llvm.load " + p + " {alignment = " + std::to_string(align) + " : i64" + loadFlags() + "} : !llvm.ptr<1> -> vector<" +
                         std::to_string(vector_) + "x" + st + ">");
       r.memo[vkey] = vec;
     }
@@ -328,7 +330,9 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   body.setIndent(2);
 
   // Signature (the kernel ABI): input pointers, output pointers, dims, scalars.
-  KernelParams params = kernelParams(g_, inputs_, group_.outputs.size(), dims_, scalars_);
+  ParamOptions po;
+  po.readonlyInputs = cfg_.nc;
+  KernelParams params = kernelParams(g_, inputs_, group_.outputs.size(), dims_, scalars_, po);
   argOf_ = params.argOf;
   dimArg_ = params.dimArg;
   const std::vector<std::string>& outPtrs = params.outputs;
@@ -653,7 +657,7 @@ std::vector<std::string> pointwiseSpace(const PointwiseGroup& group, const Point
 void applyPointwiseOverride(PointwiseConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "pointwise",
                         "threads: multiple of 32 in [32, 1024]; vector: 1, 2, 4, 8, 16; unroll: 1..16; "
-                        "max_blocks >= 0; index_bits: 32 or 64",
+                        "max_blocks >= 0; index_bits: 32 or 64; nc: 0 or 1",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
                           else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8 || v == 16))
@@ -661,6 +665,7 @@ void applyPointwiseOverride(PointwiseConfig& c, const std::string& json) {
                           else if (key == "unroll" && v >= 1 && v <= 16) c.unroll = static_cast<int>(v);
                           else if (key == "max_blocks" && v >= 0) c.maxBlocks = v;
                           else if (key == "index_bits" && (v == 32 || v == 64)) c.index32 = v == 32;
+                          else if (key == "nc" && (v == 0 || v == 1)) c.nc = v == 1;
                           else return false;
                           return true;
                         });

@@ -25,6 +25,11 @@ struct PointwiseConfig {
   int unroll = 1;         // vectors per thread per chunk
   int64_t maxBlocks = 0;  // 0: one block per chunk; else a persistent grid
   bool index32 = true;    // 32-bit index math (only when every offset fits)
+  // Inputs read through the non-coherent (texture) path, ld.global.nc
+  // (inputs no-alias and read-only, loads invariant); false: plain
+  // ld.global, as Triton's pointwise kernels load (inputs without
+  // attributes; outputs stay no-alias).
+  bool nc = true;
   std::string json() const;
 };
 
