@@ -1972,19 +1972,20 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
     }
     if (h.evict) {
       // A row the heuristic loops over although a block could hold it
-      // (light 16-bit rows of 64 values per thread): the held form, and the
-      // loop with L2 hints at 256 and 512 threads.
-      for (int t : {512, 1024}) {
+      // (short rows; light 16-bit rows of 64 values per thread): the held
+      // form at every block size that holds it (at most 64 values per
+      // thread), and the loop with L2 hints at 128 to 512 threads.
+      for (int t = 64; t <= 1024; t *= 2) {
         RowConfig c;
         c.vector = h.vector;
         c.persistent = true;
         c.threadsPerRow = c.threads = t;
-        if ((vecs + t - 1) / t * h.vector <= 64) add(c);
+        if ((vecs + t - 1) / t * h.vector <= 64 && t / 2 < vecs) add(c);
       }
       RowConfig hinted;
       hinted.vector = h.vector;
       hinted.evict = true;
-      addLoops(hinted, {256, 512}, {2, 4}, add);
+      addLoops(hinted, {128, 256, 512}, {1, 2, 4}, add);
     }
     addStaged(g, h, sm, add);
     return out;
