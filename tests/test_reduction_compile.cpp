@@ -679,6 +679,48 @@ TEST_CASE("the heuristic's forms for rows of 32768", "[compile][reduction]") {
   CHECK_THAT(configOf(ln), !Contains("prefetch"));
 }
 
+// Short rows (one step of 128-512 threads covers them): 16-bit rows and
+// variances loop with L2 hints, one step per pass, where there are rows for
+// at least one wave of blocks (or the row count is dynamic); f32 rows
+// without a variance, and small static batches, stay held.
+TEST_CASE("the heuristic's forms for rows of 4096", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  o.keepText = false;
+  auto configOf = [&](Dim rows, DType t, int op) {
+    Graph g;
+    Tensor x = g.input("x", t, {rows, 4096});
+    Tensor w = g.input("w", t, {4096});
+    if (op == 0) g.output("y", softmax(x));
+    if (op == 1) g.output("y", rmsnorm(x, w));
+    if (op == 2) g.output("y", layernorm(x, w, g.input("b", t, {4096})));
+    if (op == 3) {  // residual add + rmsnorm: two row-shaped inputs, two outputs
+      Tensor h = x + g.input("r", t, {rows, 4096});
+      g.output("h", h);
+      g.output("y", rmsnorm(h, w));
+    }
+    return compiler::compileGraph(g, o).kernels.at(0).config;
+  };
+  // (Catch 2's combined matchers hold references: build each one in place.)
+  const auto looped = [](const std::string& config, int threads, int unroll) {
+    INFO(config);
+    CHECK_THAT(config, Contains("\"evict\": 1") && Contains("\"persistent\": 0"));
+    CHECK_THAT(config, Contains("\"threads_per_row\": " + std::to_string(threads) + ","));
+    CHECK_THAT(config, Contains("\"unroll\": " + std::to_string(unroll) + ","));
+  };
+  looped(configOf(32768, DType::BF16, 0), 128, 4);
+  looped(configOf(32768, DType::BF16, 1), 256, 2);
+  looped(configOf(32768, DType::BF16, 2), 128, 4);
+  looped(configOf(32768, DType::BF16, 3), 512, 1);
+  looped(configOf(32768, DType::F32, 2), 256, 4);
+  looped(configOf(Dim("N"), DType::BF16, 1), 256, 2);
+  CHECK_THAT(configOf(32768, DType::F32, 0), Contains("\"persistent\": 1"));
+  CHECK_THAT(configOf(32768, DType::F32, 1), Contains("\"persistent\": 1"));
+  for (int64_t rows : {1, 64, 512})
+    for (int op = 0; op < 4; ++op) CHECK_THAT(configOf(rows, DType::BF16, op), Contains("\"persistent\": 1"));
+  o.chip = "sm_75";  // no L2 cache policies
+  CHECK_THAT(configOf(32768, DType::BF16, 1), !Contains("evict"));
+}
+
 TEST_CASE("compiles that reuse pooled MLIR contexts emit the same PTX, from one thread or several", "[compile]") {
   Graph a, b;
   a.output("y", softmax(a.input("x", DType::BF16, {"N", 4096})));

@@ -1822,11 +1822,17 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // bf16 3.98 -> 4.00 (128 x 4), layernorm f32 4.10 -> 4.25 (256 x 4). f32
   // rows without a variance stay held: softmax 4.15 held vs 3.97 looped (256
   // x 4), rmsnorm 4.18 vs 4.03-4.15 (512 x 2, 256 x 4).
+  // Fewer rows than one wave of such blocks (a static row count) stay held:
+  // latency rules there, and a held row is read once (session 8, graph
+  // replay at 512x4096 bf16: softmax 3.2 us held; session 9: 3.7 looped).
+  int64_t staticRows = 1;
+  for (size_t a = 0; a + 1 < d.size(); ++a) staticRows = d[a].isStatic() && staticRows > 0 ? staticRows * d[a].size : -1;
   if (smNumber(options.chip) >= 80 && rowInputs > 0 && (narrow || variance)) {
     const int u = std::max(1, (heavy ? 4 : 2) / rowInputs);
     const int64_t span = static_cast<int64_t>(u) * c.vector;
     const int64_t t = N / span;
-    if (N % span == 0 && isPow2(t) && t >= 128 && t <= 512) {
+    const bool fewRows = staticRows >= 0 && t > 0 && staticRows < static_cast<int64_t>(options.smCount) * (2048 / t);
+    if (N % span == 0 && isPow2(t) && t >= 128 && t <= 512 && !fewRows) {
       c.persistent = false;
       c.evict = true;
       c.unroll = u;
