@@ -19,6 +19,9 @@
 #   KILN_VARIANTS set: also export `bench_pointwise variants` and time them
 #                 next to torch.compile (`anchors_pointwise.py variants`)
 #   KILN_ANCHOR_CASES  arguments of anchors_reduction.py (case substrings)
+#   KILN_PACK     set: pack the output folder into $1.tgz at the end (and
+#                 remove the folder): the device tool brings back only a
+#                 few files per call
 #   KILN_BENCH_TUNE  set: the benchmarks also tune every case and time the
 #                 tuned kernel next to the heuristic's (database in
 #                 $OUT/tuning-bench-*.json)
@@ -187,4 +190,9 @@ if [[ " $STAGES " == *" anchors "* ]]; then
   fi
 fi
 echo "gpu-run: done in ${SECONDS} s, status $status" | tee -a "$LOG"
+if [ -n "${KILN_PACK:-}" ]; then
+  # One archive instead of the folder: the device tool returns only a few files per call.
+  tar -C "$(dirname "$OUTDIR")" -czf "$OUTDIR.tgz" "$(basename "$OUTDIR")" && rm -rf "$OUTDIR"
+  echo "gpu-run: packed into $OUTDIR.tgz"
+fi
 exit $status
