@@ -139,6 +139,8 @@ class RowEmitter {
     return crossThread(w, a, s, RowThreads{cfg_.threadsPerRow, lane32_, warp_, smem_, cfg_.cluster > 1}, smemSlots_);
   }
   std::string nAsF32(MlirWriter& w);
+  void mergeAcrossCluster(MlirWriter& w, const std::vector<const Acc*>& accs,
+                          std::vector<std::vector<std::string>>& states);
 
   // level passes
   void levelPersistent(int level, int chunks, const std::vector<std::string>& valid);
@@ -807,13 +809,19 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
       here.push_back(&a);
       states.push_back(crossThreadAcc(w, a, s));
     }
-  if (cfg_.cluster > 1 && !here.empty()) {
-    ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, exchange_};
-    states = clusterMerge(w, here, states, ct, exchangeEntries_);
-    if (exchangeEntries_ > kExchangeEntries)
-      throw Error("kiln: internal: a row cluster exchanges more than " + std::to_string(kExchangeEntries) + " values");
-  }
+  mergeAcrossCluster(w, here, states);
   for (size_t i = 0; i < here.size(); ++i) finalize(w, *here[i], states[i]);
+}
+
+// In a cluster, the blocks' states of a level (each already merged across
+// the block's threads) meet in one exchange; every thread then holds the row's.
+void RowEmitter::mergeAcrossCluster(MlirWriter& w, const std::vector<const Acc*>& accs,
+                                    std::vector<std::vector<std::string>>& states) {
+  if (cfg_.cluster == 1 || accs.empty()) return;
+  ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, exchange_};
+  states = clusterMerge(w, accs, states, ct, exchangeEntries_);
+  if (exchangeEntries_ > kExchangeEntries)
+    throw Error("kiln: internal: a row cluster exchanges more than " + std::to_string(kExchangeEntries) + " values");
 }
 
 // One pass over the row in chunks: a main loop of unrolled, unguarded
@@ -960,13 +968,7 @@ void RowEmitter::levelLooped(int level) {
     return s;
   });
   for (size_t i = 0; i < here.size(); ++i) states[i] = crossThreadAcc(w, *here[i], states[i]);
-  if (cfg_.cluster > 1) {
-    // The blocks of the cluster merge their parts' states (as held rows do).
-    ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, exchange_};
-    states = clusterMerge(w, here, states, ct, exchangeEntries_);
-    if (exchangeEntries_ > kExchangeEntries)
-      throw Error("kiln: internal: a row cluster exchanges more than " + std::to_string(kExchangeEntries) + " values");
-  }
+  mergeAcrossCluster(w, here, states);  // the blocks' parts of the row
   for (size_t i = 0; i < here.size(); ++i) finalize(w, *here[i], states[i]);
 }
 
@@ -1782,9 +1784,16 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // equal or better), and held rows beat the looped form.
   // Several row-shaped inputs (residual add) are all held: at most 64
   // registers of raw row data per thread.
-  int rowBytes = 0;
+  // The row-shaped inputs: their bytes per column, their count, and whether
+  // every one is 16-bit.
+  int rowBytes = 0, rowInputs = 0;
+  bool narrow = true;
   for (int id : g.params())
-    if (g.node(id).op == Op::Input && g.node(id).shape == d) rowBytes += dtypeSize(g.node(id).dtype);
+    if (g.node(id).op == Op::Input && g.node(id).shape == d) {
+      rowBytes += dtypeSize(g.node(id).dtype);
+      ++rowInputs;
+      narrow = narrow && dtypeSize(g.node(id).dtype) == 2;
+    }
   rowBytes = std::max(rowBytes, 2);
   auto valuesPerThread = [&](int64_t t) { return (N + t * c.vector - 1) / (t * c.vector) * c.vector; };
   auto fits = [&](int64_t t) { return valuesPerThread(t) <= 64 && valuesPerThread(t) * rowBytes <= 256; };
@@ -1795,21 +1804,15 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // with 256 threads vs 327.7 with 512, bf16 133.2 (128) vs 143.5 (256);
   // softmax and rmsnorm keep two vectors (f32 softmax 256.7 us with 512
   // threads vs ~263 with 256).
-  bool variance = false;
-  for (int id = 0; id < g.numNodes(); ++id)
-    variance = variance || g.node(id).op == Op::Var || g.node(id).op == Op::Std;
+  // Heavy work per value: exp or a variance.
+  bool variance = false, heavy = false;
+  for (int id = 0; id < g.numNodes(); ++id) {
+    const Op op = g.node(id).op;
+    variance = variance || op == Op::Var || op == Op::Std;
+    heavy = heavy || op == Op::Exp || op == Op::Var || op == Op::Std;
+  }
   const int64_t perThread = (variance ? 4 : 2) * c.vector;
   int64_t T = std::clamp<int64_t>(nextPow2((N + perThread - 1) / perThread), 1, 512);
-  bool heavy = variance, hasExp = false;
-  int rowInputs = 0;
-  bool narrow = true;  // every row-shaped input is 16-bit
-  for (int id = 0; id < g.numNodes(); ++id) hasExp = hasExp || g.node(id).op == Op::Exp;
-  heavy = heavy || hasExp;
-  for (int id : g.params())
-    if (g.node(id).op == Op::Input && g.node(id).shape == d) {
-      ++rowInputs;
-      narrow = narrow && dtypeSize(g.node(id).dtype) == 2;
-    }
   // A short row that one step of at most 512 threads covers loops instead of
   // being held (sm_80+): one step per pass, the first passes keeping the row
   // in the L2 (and L1) cache for the next (evict; a variance in two passes,
@@ -1825,8 +1828,8 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // Fewer rows than one wave of such blocks (a static row count) stay held:
   // latency rules there, and a held row is read once (session 8, graph
   // replay at 512x4096 bf16: softmax 3.2 us held; session 9: 3.7 looped).
-  int64_t staticRows = 1;
-  for (size_t a = 0; a + 1 < d.size(); ++a) staticRows = d[a].isStatic() && staticRows > 0 ? staticRows * d[a].size : -1;
+  int64_t staticRows = 1;  // -1: a dynamic row count
+  for (size_t a = 0; a + 1 < d.size() && staticRows >= 0; ++a) staticRows = d[a].isStatic() ? staticRows * d[a].size : -1;
   if (smNumber(options.chip) >= 80 && rowInputs > 0 && (narrow || variance)) {
     const int u = std::max(1, (heavy ? 4 : 2) / rowInputs);
     const int64_t span = static_cast<int64_t>(u) * c.vector;
