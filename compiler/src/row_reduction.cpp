@@ -144,6 +144,7 @@ class RowEmitter {
 
   // level passes
   void levelPersistent(int level, int chunks, const std::vector<std::string>& valid);
+  void reholdNarrow(MlirWriter& w, int pass);
   void levelLooped(int level);
   std::vector<std::vector<std::string>> loopOver(
       const std::vector<std::vector<std::string>>& init, const std::vector<std::string>& types,
@@ -183,6 +184,7 @@ class RowEmitter {
   MlirWriter* pre_ = nullptr;
   MlirWriter* row_ = nullptr;
   std::map<std::string, std::string> preMemo_, rowMemo_, elemMemo_, loadMemo_;
+  std::map<std::string, std::string> loadType_;  // loadMemo_ key → its vector type
   std::map<int, std::string> hiddenMean_;  // accs_ index of a hidden sum → mean
   std::map<int, std::string> argOf_;
   std::map<std::string, std::string> dimArg_;
@@ -587,6 +589,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
       vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) + " : i64} : !llvm.ptr<3> -> vector<" +
                      std::to_string(vector_) + "x" + st + ">");
       loads[vkey] = vec;
+      loadType_[vkey] = "vector<" + std::to_string(vector_) + "x" + st + ">";
     } else {
       std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + c.cols[slot] +
                                "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
@@ -609,6 +612,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
         vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) + " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> " + vt);
       }
       loads[vkey] = vec;
+      loadType_[vkey] = vt;
     }
     std::string e = w.assign("llvm.extractelement " + vec + "[" + w.integer(lane, "i32") + " : i32] : vector<" +
                              std::to_string(vector_) + "x" + st + ">");
@@ -762,10 +766,40 @@ static std::vector<std::string> laneValues(const std::function<std::string(int)>
   return out;
 }
 
+// A held row of 16-bit values stays packed in registers between its passes:
+// each pass after the first converts it to f32 again from an opaque copy of
+// the loaded words (a `mov` with side effects, one per pass), so LLVM cannot
+// reuse the first pass's f32 values and keep them, twice the registers, alive
+// through the block reductions. The 16-byte vectors of 16-bit values only
+// (f32 rows have nothing to gain).
+void RowEmitter::reholdNarrow(MlirWriter& w, int pass) {
+  for (auto& [key, vec] : loadMemo_) {
+    auto t = loadType_.find(key);
+    if (t == loadType_.end()) continue;
+    const std::string& vt = t->second;
+    if (vt != "vector<8xbf16>" && vt != "vector<8xf16>") continue;
+    std::string words = w.assign("llvm.bitcast " + vec + " : " + vt + " to vector<4xi32>");
+    std::vector<std::string> in;
+    for (int i = 0; i < 4; ++i)
+      in.push_back(w.assign("llvm.extractelement " + words + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>"));
+    std::string s4 = w.assign("llvm.inline_asm has_side_effects \"mov.b32 $0, $4; mov.b32 $1, $5; mov.b32 $2, $6; "
+                              "mov.b32 $3, $7; // kiln: held row, pass " + std::to_string(pass) +
+                              "\", \"=r,=r,=r,=r,r,r,r,r\" " + in[0] + ", " + in[1] + ", " + in[2] + ", " + in[3] +
+                              " : (i32, i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32)>");
+    std::string v4 = w.assign("llvm.mlir.poison : vector<4xi32>");
+    for (int i = 0; i < 4; ++i) {
+      std::string e = w.assign("llvm.extractvalue " + s4 + "[" + std::to_string(i) + "] : !llvm.struct<(i32, i32, i32, i32)>");
+      v4 = w.assign("llvm.insertelement " + e + ", " + v4 + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
+    }
+    vec = w.assign("llvm.bitcast " + v4 + " : vector<4xi32> to " + vt);
+  }
+}
+
 void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::string>& valid) {
   MlirWriter& w = *row_;
   Ctx& c = persistentCtx_;
   elemMemo_.clear();
+  if (level > 0) reholdNarrow(w, level);
   int slot = 0;
   std::vector<const Acc*> here;  // this level's accumulators and their block states
   std::vector<std::vector<std::string>> states;
@@ -1192,6 +1226,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   rowMemo_.clear();
   elemMemo_.clear();
   loadMemo_.clear();
+  loadType_.clear();
   hiddenMean_.clear();
   argOf_.clear();
   dimArg_.clear();
@@ -1370,8 +1405,13 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     if (prefetching) emitWait(row, prefetchMb_, row.assign("arith.trunci " + half + " : i64 to i32"));
     // Prefetch too: the block barrier before the next row's copy would
     // keep every load issued before it alive through the whole row.
+    // Loads that every row shares (weights, biases: L2 hits after the first
+    // rows) come first too while a thread holds at most 32 values; above
+    // that they are loaded where used, in the last pass, so that they do
+    // not hold registers through the reductions.
+    const bool sharedFirst = cfg_.cluster == 1 && !loopRows && chunks * vector_ <= 32;
     for (const auto& [key, a] : accesses_)
-      if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && ((cfg_.cluster == 1 && !loopRows) || perRow(a)))
+      if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRow(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
     if (prefetching)
       emitPrefetchNext(row, row.assign("arith.addi " + r_ + ", " + loopStep + " : i64"), rowsValue);
@@ -1379,6 +1419,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     emitGathers();
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
     elemMemo_.clear();
+    if (!fullOutputs_.empty()) reholdNarrow(row, maxLevel_ + 1);
     for (int j = 0; j < chunks && !fullOutputs_.empty(); ++j) storeFull(persistentCtx_, j, valid[j]);
   } else {
     if (staging) emitStaging(row, stageBase);
