@@ -655,28 +655,47 @@ TEST_CASE("evict: every composite looped with L2 hints compiles spill-free", "[c
 }
 
 // The heuristic's form for rows of 32768 on sm_90, by the work per value:
-// heavy without a variance (softmax) staged, with one (layernorm) held and
-// prefetched, light 16-bit (rmsnorm bf16) looped with L2 hints, f32 held.
+// heavy rows of one 16-bit input (softmax, layernorm) held packed, two
+// blocks per SM (min_blocks 2, 64 registers, no spills); a heavy row with
+// f32 values that still fit a 512-thread block (layernorm f32 at 24576) held
+// and prefetched;
+// light 16-bit (rmsnorm bf16) looped with L2 hints; f32 held.
 TEST_CASE("the heuristic's forms for rows of 32768", "[compile][reduction]") {
   compiler::CompileOptions o;
   o.keepText = false;
   auto configOf = [&](const Graph& g) { return compiler::compileGraph(g, o).kernels.at(0).config; };
   const Shape s{"N", 32768};
-  Graph sm, ln, rb, rf;
+  Graph sm, ln, rl, rb, rf;
   sm.output("y", softmax(sm.input("x", DType::BF16, s)));
   ln.output("y", layernorm(ln.input("x", DType::BF16, s), ln.input("w", DType::BF16, {32768}), ln.input("b", DType::BF16, {32768})));
+  rl.output("y", layernorm(rl.input("x", DType::F32, {"N", 24576}), rl.input("w", DType::F32, {24576}),
+                           rl.input("b", DType::F32, {24576})));
   rb.output("y", rmsnorm(rb.input("x", DType::BF16, s), rb.input("w", DType::BF16, {32768})));
   rf.output("y", rmsnorm(rf.input("x", DType::F32, s), rf.input("w", DType::F32, {32768})));
-  CHECK_THAT(configOf(sm), Contains("\"stage\": 1"));
-  CHECK_THAT(configOf(ln), Contains("\"prefetch\": 1") && Contains("\"persistent\": 1"));
+  for (const Graph* g : {&sm, &ln}) {
+    compiler::CompiledKernel k = compiler::compileGraph(*g, o).kernels.at(0);
+    CHECK_THAT(k.config, Contains("\"persistent\": 1") && Contains("\"min_blocks\": 2") && !Contains("stage") &&
+                             !Contains("prefetch") && Contains("\"threads\": 512"));
+    // Two blocks of 512 threads per SM: the vector entry fits 64 registers
+    // without spilling (its values stay packed); the scalar fallback is not
+    // capped.
+    REQUIRE(k.resources.size() == 2);
+    for (const compiler::ResourceReport& r : k.resources) {
+      INFO(r.kernel);
+      CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
+      if (r.kernel.find("_v8") != std::string::npos) CHECK(r.registers <= 64);
+    }
+  }
+  CHECK_THAT(configOf(rl), Contains("\"prefetch\": 1") && Contains("\"persistent\": 1"));
   CHECK_THAT(configOf(rb), Contains("\"evict\": 1") && Contains("\"persistent\": 0"));
-  CHECK_THAT(configOf(rf), Contains("\"persistent\": 1") && !Contains("evict") && !Contains("prefetch"));
+  CHECK_THAT(configOf(rf), Contains("\"persistent\": 1") && !Contains("evict") && !Contains("prefetch") &&
+                               !Contains("min_blocks"));
   // The prefetch form's blocks loop over the rows: explain() says so.
-  CHECK_THAT(kiln::compile(ln).explain(), Contains("resident grid: the blocks that fit at once loop over the rows"));
+  CHECK_THAT(kiln::compile(rl).explain(), Contains("resident grid: the blocks that fit at once loop over the rows"));
   CHECK_THAT(kiln::compile(rf).explain(), !Contains("resident grid"));
   o.chip = "sm_80";  // no bulk copies: neither staged nor prefetched
   CHECK_THAT(configOf(sm), !Contains("stage"));
-  CHECK_THAT(configOf(ln), !Contains("prefetch"));
+  CHECK_THAT(configOf(rl), !Contains("prefetch"));
 }
 
 // Short rows (one step of 128-512 threads covers them): 16-bit rows and

@@ -145,6 +145,10 @@ class RowEmitter {
   // level passes
   void levelPersistent(int level, int chunks, const std::vector<std::string>& valid);
   void reholdNarrow(MlirWriter& w, int pass);
+  // min_blocks applies to the config's widest entry only: the narrower
+  // fallbacks (unaligned pointers) hold a 16-bit value per register and
+  // would spill under its register cap.
+  int entryMinBlocks() const { return vector_ == cfg_.vector ? cfg_.minBlocks : 0; }
   void levelLooped(int level);
   std::vector<std::vector<std::string>> loopOver(
       const std::vector<std::vector<std::string>>& init, const std::vector<std::string>& types,
@@ -1406,10 +1410,12 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // Prefetch too: the block barrier before the next row's copy would
     // keep every load issued before it alive through the whole row.
     // Loads that every row shares (weights, biases: L2 hits after the first
-    // rows) come first too while a thread holds at most 32 values; above
-    // that they are loaded where used, in the last pass, so that they do
-    // not hold registers through the reductions.
-    const bool sharedFirst = cfg_.cluster == 1 && !loopRows && chunks * vector_ <= 32;
+    // rows) come first too, unless the config asks for several blocks per
+    // SM (min_blocks): then they are loaded where used, in the last pass,
+    // so that they hold no registers through the reductions. (Loaded late
+    // with one block per SM, their latency shows: layernorm f32 4096x32768
+    // measured 3.81 vs 3.98 TB/s, session 10 call 1.)
+    const bool sharedFirst = cfg_.cluster == 1 && !loopRows && cfg_.minBlocks < 2;
     for (const auto& [key, a] : accesses_)
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRow(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
@@ -1478,7 +1484,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     loop.append(row.text());
     loop.line("}");
     if (tail_) lastBlock(loop, params.outputs);
-    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, loop, cfg_.minBlocks);
+    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, loop, entryMinBlocks());
     pre_ = row_ = nullptr;
     return text;
   }
@@ -1499,11 +1505,11 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     body.append(row.text());
     body.line("}");
     lastBlock(body, params.outputs);
-    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, body, cfg_.minBlocks);
+    std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, body, entryMinBlocks());
     pre_ = row_ = nullptr;
     return text;
   }
-  std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, row, cfg_.minBlocks);
+  std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, row, entryMinBlocks());
   pre_ = row_ = nullptr;
   return text;
 }
@@ -1932,6 +1938,20 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     c.evict = true;
     c.unroll = 4;
     c.threadsPerRow = c.threads = 512;
+    return c;
+  }
+  // A heavy row of 16-bit inputs that fills a 512-thread block, whose raw
+  // values take at most 32 registers per thread, stays held and packed (the
+  // emitter converts each pass's values again from the loaded words), with
+  // two blocks per SM (min_blocks 2: at most 64 registers), so one block's
+  // loads overlap the other's passes. Measured on the H200 (2026-12-01,
+  // session 10 call 1, bf16 4096x32768, TB/s): softmax 3.96 vs 3.67 staged,
+  // layernorm 3.93 vs 3.42 held + prefetch; the same held form at one block
+  // per SM (127 registers) 2.78 and 2.90.
+  if (heavy && narrow && fits(T) && T == 512 && valuesPerThread(T) > 32 && valuesPerThread(T) * rowBytes <= 128) {
+    c.persistent = true;
+    c.threadsPerRow = c.threads = 512;
+    c.minBlocks = 2;
     return c;
   }
   if (heavy && fits(T) && T == 512 && valuesPerThread(T) > 32 && smNumber(options.chip) >= 90 &&
