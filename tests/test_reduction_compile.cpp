@@ -452,7 +452,9 @@ TEST_CASE("row cluster configs: bad values and targets are errors, shapes that c
     CHECK(k.launch.threadsPerBlock == 256);
     CHECK(k.launch.resident);
     CHECK_THAT(k.ptx, Contains(".minnctapersm 2"));
-    for (const compiler::ResourceReport& r : k.resources) CHECK(r.registers <= 128);
+    // min_blocks caps the vector entry (the scalar fallback is not capped).
+    REQUIRE(!k.resources.empty());
+    CHECK(k.resources.at(0).registers <= 128);
   }
   SECTION("a row that does not divide into the parts: one block per row") {
     Graph h;
@@ -600,8 +602,13 @@ TEST_CASE("min_blocks asks ptxas for that many blocks per SM, at most an SM's 20
   checkKernelArtifacts(k);
   CHECK_THAT(k.config, Contains("\"min_blocks\": 6"));
   CHECK_THAT(k.ptx, Contains(".minnctapersm 6"));
-  // ptxas keeps the registers within 65536 / (6 * 256).
-  for (const compiler::ResourceReport& r : k.resources) CHECK(r.registers <= 65536 / (6 * 256));
+  // ptxas keeps the vector entry's registers within 65536 / (6 * 256); the
+  // scalar fallback (unaligned pointers) is not capped, and does not spill.
+  REQUIRE(k.resources.size() == 2);
+  CHECK(k.resources.at(0).kernel == k.name + "_v4");
+  CHECK(k.resources.at(0).registers <= 65536 / (6 * 256));
+  CHECK(k.ptx.find(".minnctapersm 6") == k.ptx.rfind(".minnctapersm 6"));
+  for (const compiler::ResourceReport& r : k.resources) CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
   // 8 blocks of 512 threads do not fit: 4 (an SM's 2048 threads).
   o.rowConfigOverride = R"({"persistent": 1, "threads_per_row": 512, "min_blocks": 8})";
   k = compiler::compileGraph(g, o).kernels.at(0);
@@ -611,7 +618,7 @@ TEST_CASE("min_blocks asks ptxas for that many blocks per SM, at most an SM's 20
   CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("min_blocks") && Contains("0..32"));
 }
 
-TEST_CASE("evict: the looped form's row loads carry L2 eviction priorities, last pass evict_first", "[compile][reduction]") {
+TEST_CASE("evict: the looped form's row loads carry L2 eviction priorities, last pass evict_first; a held row's, evict_first", "[compile][reduction]") {
   Graph g;
   g.output("y", rmsnorm(g.input("x", DType::BF16, {"N", 32768}), g.input("w", DType::BF16, {32768})));
   compiler::CompileOptions o;
@@ -625,10 +632,20 @@ TEST_CASE("evict: the looped form's row loads carry L2 eviction priorities, last
   CHECK_THAT(vec, Contains("createpolicy.fractional.L2::evict_first.b64"));
   CHECK_THAT(vec, Contains("ld.global.nc.L2::cache_hint.v4.b32"));
   CHECK(vec.find("evict_last") < vec.find("evict_first"));
-  // Held rows are read once: no hints.
-  o.rowConfigOverride = R"({"persistent": 1, "evict": 1, "threads_per_row": 512})";
+  // Held rows are read once: evict_first only, on the row (not the weight).
+  o.rowConfigOverride = R"({"persistent": 1, "prefetch": 0, "evict": 1, "threads_per_row": 512})";
   k = compiler::compileGraph(g, o).kernels.at(0);
-  CHECK_THAT(k.config, !Contains("evict"));
+  CHECK_THAT(k.config, Contains("\"evict\": 1") && Contains("\"persistent\": 1"));
+  const std::string held = k.ptx.substr(0, k.ptx.find(".entry " + k.name + "_s1"));
+  CHECK_THAT(held, Contains("createpolicy.fractional.L2::evict_first.b64") && !Contains("evict_last"));
+  // 32768 / (512 x 8) = 8 row vectors per thread carry the hint, the weight's 8 do not.
+  size_t hinted = 0;
+  for (size_t at = held.find("L2::cache_hint"); at != std::string::npos; at = held.find("L2::cache_hint", at + 1)) ++hinted;
+  CHECK(hinted == 8);
+  // Rows copied by bulk copies (prefetch) take no hints.
+  o.rowConfigOverride = R"({"persistent": 1, "prefetch": 1, "evict": 1, "threads_per_row": 512})";
+  k = compiler::compileGraph(g, o).kernels.at(0);
+  CHECK_THAT(k.config, !Contains("evict") && Contains("\"prefetch\": 1"));
   CHECK_THAT(k.ptx, !Contains("createpolicy"));
 }
 

@@ -1416,9 +1416,13 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // with one block per SM, their latency shows: layernorm f32 4096x32768
     // measured 3.81 vs 3.98 TB/s, session 10 call 1.)
     const bool sharedFirst = cfg_.cluster == 1 && !loopRows && cfg_.minBlocks < 2;
+    // evict: a held row is read once, with evict_first (the row-shaped
+    // 16-byte loads only).
+    if (cfg_.evict && !asTail_) evictHint_ = "evict_first";
     for (const auto& [key, a] : accesses_)
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRow(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
+    evictHint_.clear();
     if (prefetching)
       emitPrefetchNext(row, row.assign("arith.addi " + r_ + ", " + loopStep + " : i64"), rowsValue);
     if (loopRows) loadFlags_.clear();
@@ -1948,7 +1952,8 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // session 10 call 1, bf16 4096x32768, TB/s): softmax 3.96 vs 3.67 staged,
   // layernorm 3.93 vs 3.42 held + prefetch; the same held form at one block
   // per SM (127 registers) 2.78 and 2.90.
-  if (heavy && narrow && fits(T) && T == 512 && valuesPerThread(T) > 32 && valuesPerThread(T) * rowBytes <= 128) {
+  if (heavy && rowInputs > 0 && narrow && fits(T) && T == 512 && valuesPerThread(T) > 32 &&
+      valuesPerThread(T) * rowBytes <= 128) {
     c.persistent = true;
     c.threadsPerRow = c.threads = 512;
     c.minBlocks = 2;
@@ -2180,8 +2185,9 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   if (c.evict && sm < 80)
     throw Error("kiln: compile: row_reduction config \"evict\": 1 needs L2 cache policies (createpolicy, sm_80 or "
                 "newer); the target is sm_" + std::to_string(sm));
-  // Eviction hints are for the looped form's repeated passes over global memory.
-  if (c.evict && (c.persistent || c.stage)) c.evict = false;
+  // Eviction hints: the looped form's passes over global memory, or a held
+  // row's single read (evict_first); not rows copied by bulk copies.
+  if (c.evict && (c.stage || c.prefetch)) c.evict = false;
   // Prefetching is a persistent form with one row (part) per block.
   if (c.prefetch && (!c.persistent || c.stage || c.threadsPerRow < 32 || d.back().isDynamic())) c.prefetch = false;
   if (c.prefetch && c.cluster > 1) c.rowLoop = true;

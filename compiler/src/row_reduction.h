@@ -58,7 +58,8 @@ struct RowConfig {
   bool prefetch = false;
   // Looped form (not staged): the 16-byte loads of row-shaped inputs carry
   // L2 eviction hints, evict_last in the passes before the last (a later
-  // pass reads the row again, from L2) and evict_first in the last.
+  // pass reads the row again, from L2) and evict_first in the last. Held
+  // form (not prefetched): the row's single read is evict_first.
   bool evict = false;
   // At least this many blocks per SM (0: no request): ptxas caps each
   // thread's registers so that they fit (nvvm.minctasm), spilling if it must.
