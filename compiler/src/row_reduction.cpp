@@ -22,7 +22,7 @@ std::string RowConfig::json() const {
          ", \"unroll\": " + std::to_string(unroll) +
          (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
                       : std::string()) +
-         (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": 1" : "") + (evict ? ", \"evict\": 1" : "") +
+         (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": 1" : "") + (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) +
          (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) + "}";
 }
 
@@ -602,8 +602,11 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
       if (!evictHint_.empty() && align == 16 && stagedAccess(a)) {
         // A row-shaped 16-byte load with an L2 eviction priority (a cache
         // policy made by createpolicy, as ld's .L2::cache_hint takes it).
+        const std::string ld = cfg_.evict == 3   ? "ld.global.L1::" + evictHint_ + ".L2::cache_hint"
+                               : cfg_.evict == 2 ? "ld.global.nc.L1::" + evictHint_ + ".L2::cache_hint"
+                                                 : std::string("ld.global.nc.L2::cache_hint");
         std::string s4 = w.assign("llvm.inline_asm \"{ .reg .b64 kiln_pol; createpolicy.fractional.L2::" + evictHint_ +
-                                  ".b64 kiln_pol, 1.0; ld.global.nc.L2::cache_hint.v4.b32 {$0, $1, $2, $3}, [$4], "
+                                  ".b64 kiln_pol, 1.0; " + ld + ".v4.b32 {$0, $1, $2, $3}, [$4], "
                                   "kiln_pol; }\", \"=r,=r,=r,=r,l\" " + q +
                                   " : (!llvm.ptr<1>) -> !llvm.struct<(i32, i32, i32, i32)>");
         std::string v4 = w.assign("llvm.mlir.poison : vector<4xi32>");
@@ -1888,7 +1891,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     const bool fewRows = staticRows >= 0 && t > 0 && staticRows < static_cast<int64_t>(options.smCount) * (2048 / t);
     if (N % span == 0 && isPow2(t) && t >= 128 && t <= 512 && !fewRows) {
       c.persistent = false;
-      c.evict = true;
+      c.evict = 1;
       c.unroll = u;
       c.threadsPerRow = c.threads = static_cast<int>(t);
       return c;
@@ -1939,7 +1942,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // 4.04 held).
   if (!heavy && rowBytes == 2 && fits(T) && T == 512 && valuesPerThread(T) > 32 && smNumber(options.chip) >= 80) {
     c.persistent = false;
-    c.evict = true;
+    c.evict = 1;
     c.unroll = 4;
     c.threadsPerRow = c.threads = 512;
     return c;
@@ -2059,7 +2062,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
       }
       RowConfig hinted;
       hinted.vector = h.vector;
-      hinted.evict = true;
+      hinted.evict = 1;
       addLoops(hinted, {128, 256, 512}, {1, 2, 4}, add);
     }
     addStaged(g, h, sm, add);
@@ -2131,7 +2134,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
-                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+); evict: 0 or 1; min_blocks: 0..32",
+                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+); evict: 0..3; min_blocks: 0..32",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -2143,7 +2146,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
                           else if (key == "prefetch" && (v == 0 || v == 1)) c.prefetch = v == 1;
                           else if (key == "min_blocks" && v >= 0 && v <= 32) c.minBlocks = static_cast<int>(v);
-                          else if (key == "evict" && (v == 0 || v == 1)) c.evict = v == 1;
+                          else if (key == "evict" && v >= 0 && v <= 3) c.evict = static_cast<int>(v);
                           else return false;
                           return true;
                         });
@@ -2187,7 +2190,7 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                 "newer); the target is sm_" + std::to_string(sm));
   // Eviction hints: the looped form's passes over global memory, or a held
   // row's single read (evict_first); not rows copied by bulk copies.
-  if (c.evict && (c.stage || c.prefetch)) c.evict = false;
+  if (c.evict && (c.stage || c.prefetch)) c.evict = 0;
   // Prefetching is a persistent form with one row (part) per block.
   if (c.prefetch && (!c.persistent || c.stage || c.threadsPerRow < 32 || d.back().isDynamic())) c.prefetch = false;
   if (c.prefetch && c.cluster > 1) c.rowLoop = true;

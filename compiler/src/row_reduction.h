@@ -60,7 +60,9 @@ struct RowConfig {
   // L2 eviction hints, evict_last in the passes before the last (a later
   // pass reads the row again, from L2) and evict_first in the last. Held
   // form (not prefetched): the row's single read is evict_first.
-  bool evict = false;
+  // 1: ld.global.nc with the L2 hint; 2: ld.global.nc with the same L1
+  // priority too; 3: ld.global (coherent path) with both (experimental forms).
+  int evict = 0;
   // At least this many blocks per SM (0: no request): ptxas caps each
   // thread's registers so that they fit (nvvm.minctasm), spilling if it must.
   int minBlocks = 0;
