@@ -630,8 +630,18 @@ TEST_CASE("evict: the looped form's row loads carry L2 eviction priorities, last
   // The sum of squares keeps the row in L2 for the output pass, which lets it go.
   CHECK_THAT(vec, Contains("createpolicy.fractional.L2::evict_last.b64"));
   CHECK_THAT(vec, Contains("createpolicy.fractional.L2::evict_first.b64"));
-  CHECK_THAT(vec, Contains("ld.global.nc.L2::cache_hint.v4.b32"));
+  // The same priority in L1 as in L2, on the read-only path.
+  CHECK_THAT(vec, Contains("ld.global.nc.L1::evict_last.L2::cache_hint.v4.b32"));
+  CHECK_THAT(vec, Contains("ld.global.nc.L1::evict_first.L2::cache_hint.v4.b32"));
   CHECK(vec.find("evict_last") < vec.find("evict_first"));
+  // evict 2: the coherent path (ld.global), the same priorities.
+  o.rowConfigOverride = R"({"persistent": 0, "evict": 2, "threads_per_row": 512, "unroll": 2})";
+  k = compiler::compileGraph(g, o).kernels.at(0);
+  CHECK_THAT(k.config, Contains("\"evict\": 2"));
+  CHECK_THAT(k.ptx, Contains("ld.global.L1::evict_last.L2::cache_hint.v4.b32") &&
+                        Contains("ld.global.L1::evict_first.L2::cache_hint.v4.b32") && !Contains("ld.global.nc.L1"));
+  o.rowConfigOverride = R"({"evict": 3})";
+  CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("evict") && Contains("0, 1 or 2"));
   // Held rows are read once: evict_first only, on the row (not the weight).
   o.rowConfigOverride = R"({"persistent": 1, "prefetch": 0, "evict": 1, "threads_per_row": 512})";
   k = compiler::compileGraph(g, o).kernels.at(0);

@@ -60,8 +60,9 @@ struct RowConfig {
   // L2 eviction hints, evict_last in the passes before the last (a later
   // pass reads the row again, from L2) and evict_first in the last. Held
   // form (not prefetched): the row's single read is evict_first.
-  // 1: ld.global.nc with the L2 hint; 2: ld.global.nc with the same L1
-  // priority too; 3: ld.global (coherent path) with both (experimental forms).
+  // Each hinted load carries the same priority for L1 (so a row read again
+  // by the next pass can still be in L1) and for L2 (a cache policy):
+  // 1: ld.global.nc (the read-only path); 2: ld.global.
   int evict = 0;
   // At least this many blocks per SM (0: no request): ptxas caps each
   // thread's registers so that they fit (nvvm.minctasm), spilling if it must.
@@ -73,7 +74,7 @@ struct RowConfig {
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options);
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0/1), min_blocks (0..32)); throws kiln::Error naming a
+// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32)); throws kiln::Error naming a
 // bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
