@@ -686,7 +686,8 @@ TEST_CASE("evict: every composite looped with L2 hints compiles spill-free", "[c
 // blocks per SM (min_blocks 2, 64 registers, no spills); a heavy row with
 // f32 values that still fit a 512-thread block (layernorm f32 at 24576) held
 // and prefetched;
-// light 16-bit (rmsnorm bf16) looped with L2 hints; f32 held.
+// light 16-bit (rmsnorm bf16) looped with hints, 512 threads x 4 vectors; light f32
+// looped with hints, 1024 threads x 8 vectors; heavy f32 (softmax) held.
 TEST_CASE("the heuristic's forms for rows of 32768", "[compile][reduction]") {
   compiler::CompileOptions o;
   o.keepText = false;
@@ -715,8 +716,9 @@ TEST_CASE("the heuristic's forms for rows of 32768", "[compile][reduction]") {
   }
   CHECK_THAT(configOf(rl), Contains("\"prefetch\": 1") && Contains("\"persistent\": 1"));
   CHECK_THAT(configOf(rb), Contains("\"evict\": 1") && Contains("\"persistent\": 0"));
-  CHECK_THAT(configOf(rf), Contains("\"persistent\": 1") && !Contains("evict") && !Contains("prefetch") &&
-                               !Contains("min_blocks"));
+  // A light f32 row: one step of 1024 threads x 8 vectors per pass, with hints.
+  CHECK_THAT(configOf(rf), Contains("\"persistent\": 0") && Contains("\"evict\": 1") && Contains("\"threads\": 1024") &&
+                               Contains("\"unroll\": 8") && !Contains("min_blocks"));
   // The prefetch form's blocks loop over the rows: explain() says so.
   CHECK_THAT(kiln::compile(rl).explain(), Contains("resident grid: the blocks that fit at once loop over the rows"));
   CHECK_THAT(kiln::compile(rf).explain(), !Contains("resident grid"));
@@ -725,10 +727,9 @@ TEST_CASE("the heuristic's forms for rows of 32768", "[compile][reduction]") {
   CHECK_THAT(configOf(rl), !Contains("prefetch"));
 }
 
-// Short rows (one step of 128-512 threads covers them): 16-bit rows and
-// variances loop with L2 hints, one step per pass, where there are rows for
-// at least one wave of blocks (or the row count is dynamic); f32 rows
-// without a variance, and small static batches, stay held.
+// Short rows (one step of 128-512 threads covers them) loop with L1/L2
+// hints, one step per pass, where there are rows for at least one wave of
+// blocks (or the row count is dynamic); small static batches stay held.
 TEST_CASE("the heuristic's forms for rows of 4096", "[compile][reduction]") {
   compiler::CompileOptions o;
   o.keepText = false;
@@ -759,10 +760,13 @@ TEST_CASE("the heuristic's forms for rows of 4096", "[compile][reduction]") {
   looped(configOf(32768, DType::BF16, 3), 512, 1);
   looped(configOf(32768, DType::F32, 2), 256, 4);
   looped(configOf(Dim("N"), DType::BF16, 1), 256, 2);
-  CHECK_THAT(configOf(32768, DType::F32, 0), Contains("\"persistent\": 1"));
-  CHECK_THAT(configOf(32768, DType::F32, 1), Contains("\"persistent\": 1"));
+  looped(configOf(32768, DType::F32, 0), 256, 4);  // f32 rows, light or heavy: 4 vectors
+  looped(configOf(32768, DType::F32, 1), 256, 4);
   for (int64_t rows : {1, 64, 512})
-    for (int op = 0; op < 4; ++op) CHECK_THAT(configOf(rows, DType::BF16, op), Contains("\"persistent\": 1"));
+    for (int op = 0; op < 4; ++op) {
+      CHECK_THAT(configOf(rows, DType::BF16, op), Contains("\"persistent\": 1"));
+      CHECK_THAT(configOf(rows, DType::F32, op), Contains("\"persistent\": 1"));
+    }
   o.chip = "sm_75";  // no L2 cache policies
   CHECK_THAT(configOf(32768, DType::BF16, 1), !Contains("evict"));
 }

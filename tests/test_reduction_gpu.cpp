@@ -403,14 +403,18 @@ TEST_CASE("held rows with the next row prefetched match the reference", "[gpu][r
 // The looped form with L2 eviction hints (config "evict": createpolicy +
 // ld.global.nc.L2::cache_hint on the row's 16-byte loads): every reduction
 // op and composite, rows with a tail step (4104) and long rows.
-TEST_CASE("looped rows with L2 eviction hints match the reference", "[gpu][reduction]") {
+TEST_CASE("looped rows with L1/L2 eviction hints, and held rows read with evict_first, match the reference", "[gpu][reduction]") {
   test::requireGpu();
   struct C {
     int64_t len, rows;
-    int threads, unroll;
+    int threads, unroll, form, persistent;
   };
-  C c = GENERATE(C{4104, 150, 256, 2}, C{32768, 40, 512, 2});
-  const std::string config = "{\"persistent\": 0, \"stage\": 0, \"evict\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+  // Forms 1 (ld.global.nc) and 2 (ld.global), looped; 1024 threads x 8
+  // vectors (light f32 rows of 32768); a held row read with evict_first.
+  C c = GENERATE(C{4104, 150, 256, 2, 1, 0}, C{32768, 40, 512, 2, 1, 0}, C{4104, 150, 512, 2, 2, 0},
+                 C{32768, 40, 1024, 8, 2, 0}, C{4096, 150, 256, 1, 1, 1});
+  const std::string config = "{\"persistent\": " + std::to_string(c.persistent) + ", \"stage\": 0, \"prefetch\": 0, \"evict\": " +
+                             std::to_string(c.form) + ", \"threads_per_row\": " + std::to_string(c.threads) +
                              ", \"unroll\": " + std::to_string(c.unroll) + "}";
   std::vector<test::GraphCase> cases = everyRowCase(c.len);
   const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
@@ -418,7 +422,7 @@ TEST_CASE("looped rows with L2 eviction hints match the reference", "[gpu][reduc
   Kernel k = runWithRowConfig(g, c.rows, config);
   INFO(k.explain());
   if (g.label.find("softmax") != std::string::npos)
-    CHECK(k.explain().find("\"evict\": 1") != std::string::npos);
+    CHECK(k.explain().find("\"evict\": " + std::to_string(c.form)) != std::string::npos);
 }
 
 TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {

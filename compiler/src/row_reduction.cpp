@@ -1875,21 +1875,25 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // being held (sm_80+): one step per pass, the first passes keeping the row
   // in the L2 (and L1) cache for the next (evict; a variance in two passes,
   // mean then squared deviations), as Inductor's looped reductions do.
-  // Heavy rows (exp, a variance) take 4 vectors per thread, light ones 2,
-  // divided among several row-shaped inputs. Measured on the H200
-  // (2026-11-30, session 9 calls 2-3, 32768x4096, TB/s, held -> looped):
-  // rmsnorm bf16 3.97 -> 4.10 (256 threads x 2), residual add + rmsnorm bf16
-  // 4.07 -> 4.27 (512 x 1), layernorm bf16 4.05 -> 4.12 (128 x 4), softmax
-  // bf16 3.98 -> 4.00 (128 x 4), layernorm f32 4.10 -> 4.25 (256 x 4). f32
-  // rows without a variance stay held: softmax 4.15 held vs 3.97 looped (256
-  // x 4), rmsnorm 4.18 vs 4.03-4.15 (512 x 2, 256 x 4).
+  // Heavy rows (exp, a variance) and f32 rows take 4 vectors per thread,
+  // light 16-bit ones 2, divided among several row-shaped inputs. Measured
+  // on the H200 (2026-11-30, session 9 calls 2-3, 32768x4096, TB/s, held ->
+  // looped): rmsnorm bf16 3.97 -> 4.10 (256 threads x 2), residual add +
+  // rmsnorm bf16 4.07 -> 4.27 (512 x 1), layernorm bf16 4.05 -> 4.12 (128 x
+  // 4), softmax bf16 3.98 -> 4.00 (128 x 4), layernorm f32 4.10 -> 4.25 (256
+  // x 4); with L1 priorities too (session 10 call 5) softmax bf16 4.16.
   // Fewer rows than one wave of such blocks (a static row count) stay held:
   // latency rules there, and a held row is read once (session 8, graph
   // replay at 512x4096 bf16: softmax 3.2 us held; session 9: 3.7 looped).
   int64_t staticRows = 1;  // -1: a dynamic row count
   for (size_t a = 0; a + 1 < d.size() && staticRows >= 0; ++a) staticRows = d[a].isStatic() ? staticRows * d[a].size : -1;
-  if (smNumber(options.chip) >= 80 && rowInputs > 0 && (narrow || variance)) {
-    const int u = std::max(1, (heavy ? 4 : 2) / rowInputs);
+  // f32 rows too since the hinted loads carry the same L1 priority
+  // (session 10 call 6, 32768x4096 f32, TB/s, held -> looped 256 x 4):
+  // softmax 4.13 -> 4.22, rmsnorm 4.16 -> 4.20 (with the L2 hint alone they
+  // measured slower looped: 3.97 and 4.03-4.15). Light f32 rows take 4
+  // vectors too (rmsnorm f32 512 x 2: 4.03).
+  if (smNumber(options.chip) >= 80 && rowInputs > 0) {
+    const int u = std::max(1, (heavy || !narrow ? 4 : 2) / rowInputs);
     const int64_t span = static_cast<int64_t>(u) * c.vector;
     const int64_t t = N / span;
     const bool fewRows = staticRows >= 0 && t > 0 && staticRows < static_cast<int64_t>(options.smCount) * (2048 / t);
@@ -1949,6 +1953,19 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     c.evict = 1;
     c.unroll = 4;
     c.threadsPerRow = c.threads = 512;
+    return c;
+  }
+  // A light f32 row that one step of 1024 threads x at most 8 vectors
+  // covers loops with hints too, one step per pass (Inductor's form for
+  // rmsnorm f32 at 32768: 32 warps, the whole row per step). Measured on
+  // the H200 (2026-12-01, session 10 calls 5-6, rmsnorm f32 4096x32768):
+  // 4.16-4.17 TB/s vs 4.05-4.06 held.
+  if (!heavy && rowInputs == 1 && rowBytes == 4 && fits(T) && T == 512 && valuesPerThread(T) > 32 &&
+      smNumber(options.chip) >= 80 && N % (1024 * c.vector) == 0 && N / (1024 * c.vector) <= 8) {
+    c.persistent = false;
+    c.evict = 1;
+    c.unroll = static_cast<int>(N / (1024 * c.vector));
+    c.threadsPerRow = c.threads = 1024;
     return c;
   }
   // A heavy row of 16-bit inputs that fills a 512-thread block, whose raw
@@ -2064,10 +2081,15 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         c.threadsPerRow = c.threads = t;
         if ((vecs + t - 1) / t * h.vector <= 64 && t / 2 < vecs) add(c);
       }
+      // Both load paths (rmsnorm f32 32768x4096 at 512 x 2: 4.03 TB/s on
+      // ld.global.nc, 4.23 on ld.global; session 10 calls 5-6), and 1024
+      // threads (the heuristic's light f32 rows).
       RowConfig hinted;
       hinted.vector = h.vector;
       hinted.evict = 1;
-      addLoops(hinted, {128, 256, 512}, {1, 2, 4}, add);
+      addLoops(hinted, {128, 256, 512, 1024}, {1, 2, 4, 8}, add);
+      hinted.evict = 2;
+      addLoops(hinted, {256, 512}, {2, 4}, add);
     }
     addStaged(g, h, sm, add);
     return out;
