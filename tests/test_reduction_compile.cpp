@@ -760,8 +760,10 @@ TEST_CASE("the heuristic's forms for rows of 4096", "[compile][reduction]") {
   looped(configOf(32768, DType::BF16, 3), 512, 1);
   looped(configOf(32768, DType::F32, 2), 256, 4);
   looped(configOf(Dim("N"), DType::BF16, 1), 256, 2);
-  looped(configOf(32768, DType::F32, 0), 256, 4);  // f32 rows, light or heavy: 4 vectors
-  looped(configOf(32768, DType::F32, 1), 256, 4);
+  looped(configOf(32768, DType::F32, 0), 256, 4);  // heavy f32 rows: 4 vectors
+  // A light f32 row: 2 vectors on the coherent path (evict 2).
+  CHECK_THAT(configOf(32768, DType::F32, 1), Contains("\"evict\": 2") && Contains("\"threads_per_row\": 512,") &&
+                                                 Contains("\"unroll\": 2,") && Contains("\"persistent\": 0"));
   for (int64_t rows : {1, 64, 512})
     for (int op = 0; op < 4; ++op) {
       CHECK_THAT(configOf(rows, DType::BF16, op), Contains("\"persistent\": 1"));

@@ -403,7 +403,7 @@ TEST_CASE("held rows with the next row prefetched match the reference", "[gpu][r
 // The looped form with L2 eviction hints (config "evict": createpolicy +
 // ld.global.nc.L2::cache_hint on the row's 16-byte loads): every reduction
 // op and composite, rows with a tail step (4104) and long rows.
-TEST_CASE("looped rows with L1/L2 eviction hints, and held rows read with evict_first, match the reference", "[gpu][reduction]") {
+TEST_CASE("looped rows with L1 and L2 eviction hints and held rows read with evict_first match the reference", "[gpu][reduction]") {
   test::requireGpu();
   struct C {
     int64_t len, rows;

@@ -1876,7 +1876,8 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // in the L2 (and L1) cache for the next (evict; a variance in two passes,
   // mean then squared deviations), as Inductor's looped reductions do.
   // Heavy rows (exp, a variance) and f32 rows take 4 vectors per thread,
-  // light 16-bit ones 2, divided among several row-shaped inputs. Measured
+  // light 16-bit ones 2, divided among several row-shaped inputs (light f32
+  // rows of one input: see lightF32 below). Measured
   // on the H200 (2026-11-30, session 9 calls 2-3, 32768x4096, TB/s, held ->
   // looped): rmsnorm bf16 3.97 -> 4.10 (256 threads x 2), residual add +
   // rmsnorm bf16 4.07 -> 4.27 (512 x 1), layernorm bf16 4.05 -> 4.12 (128 x
@@ -1892,14 +1893,19 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // softmax 4.13 -> 4.22, rmsnorm 4.16 -> 4.20 (with the L2 hint alone they
   // measured slower looped: 3.97 and 4.03-4.15). Light f32 rows take 4
   // vectors too (rmsnorm f32 512 x 2: 4.03).
+  // A light f32 row of one input keeps 2 vectors per thread on the
+  // coherent path (evict 2): rmsnorm f32 32768x4096 at 512 x 2 measured 4.23
+  // and 4.24 TB/s there (session 10 calls 5-6) vs 4.20 at 256 x 4 and 4.00-
+  // 4.03 at 512 x 2 on ld.global.nc.
+  const bool lightF32 = !heavy && rowInputs == 1 && rowBytes == 4;
   if (smNumber(options.chip) >= 80 && rowInputs > 0) {
-    const int u = std::max(1, (heavy || !narrow ? 4 : 2) / rowInputs);
+    const int u = lightF32 ? 2 : std::max(1, (heavy || !narrow ? 4 : 2) / rowInputs);
     const int64_t span = static_cast<int64_t>(u) * c.vector;
     const int64_t t = N / span;
     const bool fewRows = staticRows >= 0 && t > 0 && staticRows < static_cast<int64_t>(options.smCount) * (2048 / t);
     if (N % span == 0 && isPow2(t) && t >= 128 && t <= 512 && !fewRows) {
       c.persistent = false;
-      c.evict = 1;
+      c.evict = lightF32 ? 2 : 1;
       c.unroll = u;
       c.threadsPerRow = c.threads = static_cast<int>(t);
       return c;
