@@ -1829,6 +1829,20 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     // 4-7% (32768x4096 4.12 -> 3.94 TB/s, 1024x262144 4.31 -> 4.01) and bf16
     // gained 0.4-2.7%, which kiln's exported cubin under do_bench did not
     // confirm (3.57 TB/s at 4096x32768).
+    // Except a light row of 16-bit inputs long enough for 512 threads x 8
+    // vectors: one step per row, read once with evict_first (L1 and L2).
+    // Measured on the H200 (2026-12-01, session 10 calls 2 and 5, sum bf16
+    // 4096x32768, TB/s): 3.88, 3.87, 3.87 vs 3.70-3.80 at 128 x 4 (f32 sums
+    // and cross_entropy lose at 512 threads: 3.99-4.10, 2.1-2.9).
+    bool light16 = smNumber(options.chip) >= 80;
+    for (int id : g.params())
+      if (g.node(id).op == Op::Input && g.node(id).shape == d) light16 = light16 && dtypeSize(g.node(id).dtype) == 2;
+    for (int id = 0; id < g.numNodes() && light16; ++id) light16 = g.node(id).op != Op::Exp;
+    if (light16 && N % (512 * 8 * c.vector) == 0) {
+      c.threadsPerRow = c.threads = 512;
+      c.unroll = 8;
+      c.evict = 1;
+    }
     return c;
   }
   // About two vectors per thread; the row stays in registers while a thread
