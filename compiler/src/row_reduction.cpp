@@ -1421,7 +1421,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // SM (min_blocks): then they are loaded where used, in the last pass,
     // so that they hold no registers through the reductions. (Loaded late
     // with one block per SM, their latency shows: layernorm f32 4096x32768
-    // measured 3.81 vs 3.98 TB/s, session 10 call 1.)
+    // measured 3.81 TB/s in session 10 call 1, 3.97-3.98 first in call 3.)
     const bool sharedFirst = cfg_.cluster == 1 && !loopRows && cfg_.minBlocks < 2;
     // evict: a held row is read once, with evict_first (the row-shaped
     // 16-byte loads only).
