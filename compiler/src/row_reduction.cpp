@@ -188,7 +188,7 @@ class RowEmitter {
   MlirWriter* pre_ = nullptr;
   MlirWriter* row_ = nullptr;
   std::map<std::string, std::string> preMemo_, rowMemo_, elemMemo_, loadMemo_;
-  std::map<std::string, std::string> loadType_;  // loadMemo_ key → its vector type
+  std::map<std::string, DType> loadDtype_;  // loadMemo_ key (a vector load) → its element dtype
   std::map<int, std::string> hiddenMean_;  // accs_ index of a hidden sum → mean
   std::map<int, std::string> argOf_;
   std::map<std::string, std::string> dimArg_;
@@ -593,7 +593,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
       vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) + " : i64} : !llvm.ptr<3> -> vector<" +
                      std::to_string(vector_) + "x" + st + ">");
       loads[vkey] = vec;
-      loadType_[vkey] = "vector<" + std::to_string(vector_) + "x" + st + ">";
+      loadDtype_[vkey] = dt;
     } else {
       std::string q = w.assign("llvm.getelementptr inbounds " + p + "[" + c.cols[slot] +
                                "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
@@ -623,7 +623,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
         vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) + " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> " + vt);
       }
       loads[vkey] = vec;
-      loadType_[vkey] = vt;
+      loadDtype_[vkey] = dt;
     }
     std::string e = w.assign("llvm.extractelement " + vec + "[" + w.integer(lane, "i32") + " : i32] : vector<" +
                              std::to_string(vector_) + "x" + st + ">");
@@ -784,11 +784,11 @@ static std::vector<std::string> laneValues(const std::function<std::string(int)>
 // through the block reductions. The 16-byte vectors of 16-bit values only
 // (f32 rows have nothing to gain).
 void RowEmitter::reholdNarrow(MlirWriter& w, int pass) {
+  if (vector_ != 8) return;
   for (auto& [key, vec] : loadMemo_) {
-    auto t = loadType_.find(key);
-    if (t == loadType_.end()) continue;
-    const std::string& vt = t->second;
-    if (vt != "vector<8xbf16>" && vt != "vector<8xf16>") continue;
+    auto t = loadDtype_.find(key);
+    if (t == loadDtype_.end() || (t->second != DType::BF16 && t->second != DType::F16)) continue;
+    const std::string vt = "vector<8x" + storageType(t->second) + ">";
     std::string words = w.assign("llvm.bitcast " + vec + " : " + vt + " to vector<4xi32>");
     std::vector<std::string> in;
     for (int i = 0; i < 4; ++i)
@@ -1237,7 +1237,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   rowMemo_.clear();
   elemMemo_.clear();
   loadMemo_.clear();
-  loadType_.clear();
+  loadDtype_.clear();
   hiddenMean_.clear();
   argOf_.clear();
   dimArg_.clear();
@@ -1814,6 +1814,24 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   while (c.vector > 1 && N % c.vector != 0) c.vector /= 2;
   // Looped form: 4 vectors (64 B) per thread per step in flight.
   c.unroll = 4;
+  // The row-shaped inputs: their bytes per column, their count, and whether
+  // every one is 16-bit.
+  int rowBytes = 0, rowInputs = 0;
+  bool narrow = true;
+  for (int id : g.params())
+    if (g.node(id).op == Op::Input && g.node(id).shape == d) {
+      rowBytes += dtypeSize(g.node(id).dtype);
+      ++rowInputs;
+      narrow = narrow && dtypeSize(g.node(id).dtype) == 2;
+    }
+  rowBytes = std::max(rowBytes, 2);
+  // Heavy work per value: exp or a variance.
+  bool variance = false, heavy = false;
+  for (int id = 0; id < g.numNodes(); ++id) {
+    const Op op = g.node(id).op;
+    variance = variance || op == Op::Var || op == Op::Std;
+    heavy = heavy || op == Op::Exp || op == Op::Var || op == Op::Std;
+  }
   if (streamsOnce(g, d)) {
     // Nothing is written along the row and one pass computes everything:
     // stream the row (no registers held), a few 16-byte loads per thread
@@ -1834,11 +1852,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     // Measured on the H200 (2026-12-01, session 10 calls 2 and 5, sum bf16
     // 4096x32768, TB/s): 3.88, 3.87, 3.87 vs 3.70-3.80 at 128 x 4 (f32 sums
     // and cross_entropy lose at 512 threads: 3.99-4.10, 2.1-2.9).
-    bool light16 = smNumber(options.chip) >= 80;
-    for (int id : g.params())
-      if (g.node(id).op == Op::Input && g.node(id).shape == d) light16 = light16 && dtypeSize(g.node(id).dtype) == 2;
-    for (int id = 0; id < g.numNodes() && light16; ++id) light16 = g.node(id).op != Op::Exp;
-    if (light16 && N % (512 * 8 * c.vector) == 0) {
+    if (!heavy && rowInputs > 0 && narrow && smNumber(options.chip) >= 80 && N % (512 * 8 * c.vector) == 0) {
       c.threadsPerRow = c.threads = 512;
       c.unroll = 8;
       c.evict = 1;
@@ -1856,17 +1870,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // equal or better), and held rows beat the looped form.
   // Several row-shaped inputs (residual add) are all held: at most 64
   // registers of raw row data per thread.
-  // The row-shaped inputs: their bytes per column, their count, and whether
-  // every one is 16-bit.
-  int rowBytes = 0, rowInputs = 0;
-  bool narrow = true;
-  for (int id : g.params())
-    if (g.node(id).op == Op::Input && g.node(id).shape == d) {
-      rowBytes += dtypeSize(g.node(id).dtype);
-      ++rowInputs;
-      narrow = narrow && dtypeSize(g.node(id).dtype) == 2;
-    }
-  rowBytes = std::max(rowBytes, 2);
   auto valuesPerThread = [&](int64_t t) { return (N + t * c.vector - 1) / (t * c.vector) * c.vector; };
   auto fits = [&](int64_t t) { return valuesPerThread(t) <= 64 && valuesPerThread(t) * rowBytes <= 256; };
   // A variance (layernorm) wants about four vectors per thread: its two
@@ -1876,13 +1879,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // with 256 threads vs 327.7 with 512, bf16 133.2 (128) vs 143.5 (256);
   // softmax and rmsnorm keep two vectors (f32 softmax 256.7 us with 512
   // threads vs ~263 with 256).
-  // Heavy work per value: exp or a variance.
-  bool variance = false, heavy = false;
-  for (int id = 0; id < g.numNodes(); ++id) {
-    const Op op = g.node(id).op;
-    variance = variance || op == Op::Var || op == Op::Std;
-    heavy = heavy || op == Op::Exp || op == Op::Var || op == Op::Std;
-  }
   const int64_t perThread = (variance ? 4 : 2) * c.vector;
   int64_t T = std::clamp<int64_t>(nextPow2((N + perThread - 1) / perThread), 1, 512);
   // A short row that one step of at most 512 threads covers loops instead of
@@ -1980,7 +1976,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
   // rmsnorm f32 at 32768: 32 warps, the whole row per step). Measured on
   // the H200 (2026-12-01, session 10 calls 5-6, rmsnorm f32 4096x32768):
   // 4.16-4.17 TB/s vs 4.05-4.06 held.
-  if (!heavy && rowInputs == 1 && rowBytes == 4 && fits(T) && T == 512 && valuesPerThread(T) > 32 &&
+  if (lightF32 && fits(T) && T == 512 && valuesPerThread(T) > 32 &&
       smNumber(options.chip) >= 80 && N % (1024 * c.vector) == 0 && N / (1024 * c.vector) <= 8) {
     c.persistent = false;
     c.evict = 1;
