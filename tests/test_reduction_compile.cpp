@@ -408,6 +408,58 @@ TEST_CASE("rows too long for one block split across a cluster on sm_90, never be
   }
 }
 
+// Held cluster rows of 262144 f32: softmax's output reuses the exps its sum
+// took (one exp per value, not two), and a row loop keeps the weights in
+// shared memory, copied once (config "resident", on by default).
+TEST_CASE("cluster rows reuse softmax's exps and keep weights in shared memory", "[compile][reduction]") {
+  const Shape shape{"N", 262144};
+  auto vectorEntry = [](const std::string& ptx) {
+    size_t a = ptx.find(".entry kiln_row0_v");
+    size_t b = ptx.find(".entry", a + 1);
+    return ptx.substr(a, b == std::string::npos ? std::string::npos : b - a);
+  };
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+    return n;
+  };
+  SECTION("softmax: one exp per held value, plus the merges'") {
+    Graph g;
+    g.output("y", softmax(g.input("x", DType::F32, shape)));
+    compiler::CompiledGraph cg = compiler::compileGraph(g);
+    REQUIRE(cg.kernels.size() == 1);
+    checkKernelArtifacts(cg.kernels[0]);
+    CHECK_THAT(cg.kernels[0].config, Contains("\"cluster\": 8"));
+    // 512 threads hold 32768 values: 64 each; the (max, sum) merges of the
+    // block and cluster trees take a few dozen more.
+    const size_t ex2 = count(vectorEntry(cg.kernels[0].ptx), "ex2.approx");
+    INFO(ex2 << " ex2 in the vector entry");
+    CHECK(ex2 >= 64);
+    CHECK(ex2 < 2 * 64);
+  }
+  SECTION("rmsnorm: the weight is read from shared memory in the row loop, or from global with resident 0") {
+    Graph g;
+    g.output("y", rmsnorm(g.input("x", DType::F32, shape), g.input("w", DType::F32, {Dim(262144)})));
+    compiler::CompiledGraph cg = compiler::compileGraph(g);
+    REQUIRE(cg.kernels.size() == 1);
+    checkKernelArtifacts(cg.kernels[0]);
+    CHECK_THAT(cg.kernels[0].config, Contains("\"row_loop\": 1"));
+    CHECK_THAT(cg.kernels[0].config, !Contains("resident"));
+    const std::string v = vectorEntry(cg.kernels[0].ptx);
+    CHECK(count(v, "ld.shared.v4") == 16);  // the weight's 16 vectors per thread, every row
+    CHECK(count(v, "ld.global.nc.v4") == 32);  // the weight's copy once, the row's loads
+    // 32768 f32 weights per block, beyond the exchange region and trees.
+    CHECK(cg.kernels[0].launch.sharedBytes >= 32768 * 4);
+    compiler::CompileOptions o;
+    o.rowConfigOverride = R"({"persistent": 1, "threads_per_row": 512, "cluster": 8, "row_loop": 1, "resident": 0})";
+    compiler::CompiledGraph off = compiler::compileGraph(g, o);
+    REQUIRE(off.kernels.size() == 1);
+    CHECK_THAT(off.kernels[0].config, Contains("\"resident\": 0"));
+    CHECK(count(vectorEntry(off.kernels[0].ptx), "ld.shared.v4") == 0);
+    CHECK(off.kernels[0].launch.sharedBytes < 32768 * 4);
+  }
+}
+
 TEST_CASE("row cluster configs: bad values and targets are errors, shapes that cannot split fall back", "[compile][reduction][errors]") {
   Graph g;
   g.output("y", softmax(g.input("x", DType::F32, {"N", 32768})));

@@ -299,11 +299,16 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       // report; a kernel that spills is rebuilt in the next form down
       // (configs given by overrides or tuning are kept as given):
       //  - a cluster whose row loop spills (its loop state costs a few
-      //    registers at the 128-register cap of 512 threads): one cluster
+      //    registers at the 128-register cap of 512 threads): without the
+      //    weights in shared memory (config resident), then one cluster
       //    per row;
       //  - a persistent row of 1024 threads (64 registers each): the looped
       //    form, faster than a spilling held row.
       const bool heuristic = options.rowConfigOverride.empty() && !given;
+      if (heuristic && cfg.cluster > 1 && cfg.rowLoop && cfg.resident && spills(k)) {
+        cfg.resident = false;
+        k = buildRow(cfg);
+      }
       if (heuristic && cfg.cluster > 1 && cfg.rowLoop && spills(k)) {
         cfg.rowLoop = false;
         k = buildRow(cfg);

@@ -23,7 +23,8 @@ std::string RowConfig::json() const {
          (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
                       : std::string()) +
          (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": 1" : "") + (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) +
-         (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) + "}";
+         (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) +
+         (resident ? "" : ", \"resident\": 0") + "}";
 }
 
 namespace {
@@ -35,6 +36,8 @@ constexpr int64_t kMaxStagedRowBytes = 112 * 1024;
 // The prefetch form copies at most this many bytes of a block's next row:
 // one block per SM, with room left for the trees and a cluster's exchange.
 constexpr int64_t kMaxPrefetchBytes = 200 * 1024;
+// Row-invariant inputs (weights) a held row loop keeps in shared memory.
+constexpr int64_t kMaxResidentBytes = 200 * 1024;
 bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // The domain of a row sub-graph: the operand shape of its reductions.
@@ -238,6 +241,29 @@ class RowEmitter {
   std::string evictHint_;
   bool stagedClosed_ = false;  // the next row's copy is issued: no more reads of the staged row
   Ctx persistentCtx_;
+  // A held row's sum(exp(x - max)) in a cluster (Lse): each thread's
+  // exp(x - m_t) values, m_t its own max, stay in registers in place of x,
+  // and the output's exp(x - max) is e * exp(m_t - max) (heldExpValue):
+  // one multiply instead of a second exp per value.
+  struct HeldExp {
+    int expNode = -1;        // the exp node the row's output reads
+    int maxNode = -1;        // the paired max
+    std::string threadMax;   // m_t (f32)
+    std::vector<std::string> es;  // per slot * vector + lane
+    std::string scale;       // exp(m_t - max), once the row's max is known
+  };
+  HeldExp heldExp_;
+  // Held rows that loop over rows (clusters, prefetch): the accesses every
+  // row shares (weights, biases) live in shared memory, each thread's
+  // columns copied there once before the loop (access key -> byte offset in
+  // the region), instead of an L2 round trip per vector in every row's
+  // output pass.
+  std::map<std::string, int64_t> resident_;
+  int64_t residentBytes_ = 0;
+  std::map<std::string, std::string> residentPtr_;  // per entry: access key -> its shared row
+  void planResident();
+  bool reusesHeldExp(const Acc& a) const;
+  bool narrowInputBelow(int id) const;
 };
 
 // ------------------------------------------------------------- analysis
@@ -582,6 +608,13 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
     std::map<std::string, std::string>& loads = c.loads ? *c.loads : *c.memo;
     if (auto it = loads.find(vkey); it != loads.end()) {
       vec = it->second;
+    } else if (auto rp = residentPtr_.find(a.key()); rp != residentPtr_.end()) {
+      std::string q = w.assign("llvm.getelementptr inbounds " + rp->second + "[" + c.cols[slot] +
+                               "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, " + st);
+      vec = w.assign("llvm.load " + q + " {alignment = 16 : i64} : !llvm.ptr<3> -> vector<" +
+                     std::to_string(vector_) + "x" + st + ">");
+      loads[vkey] = vec;
+      loadDtype_[vkey] = dt;
     } else if (auto sp = stagedPtr_.find(a.key()); sp != stagedPtr_.end()) {
       // The row's copy in shared memory (stage, prefetch): plain loads,
       // ordered after the copy's wait by its memory clobber.
@@ -657,6 +690,13 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
   std::string key = std::to_string(id) + "@" + frameKey(f) + "#" + std::to_string(slot) + "." + std::to_string(lane);
   std::map<std::string, std::string>& memo = global ? preMemo_ : *c.memo;
   if (auto it = memo.find(key); it != memo.end()) return it->second;
+  if (id == heldExp_.expNode && !heldExp_.scale.empty() && slot >= 0 && &c == &persistentCtx_ &&
+      frameKey(f) == frameKey(identityFrame(k_))) {
+    std::string v = c.w->assign("arith.mulf " + heldExp_.es.at(static_cast<size_t>(slot * vector_ + lane)) + ", " +
+                                heldExp_.scale + " : f32");
+    memo[key] = v;
+    return v;
+  }
   MlirWriter* saved = c.w;
   if (global) c.w = pre_;
   MlirWriter& w = *c.w;
@@ -833,6 +873,31 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
             xs.push_back(x);
           }
         here.push_back(&a);
+        if (reusesHeldExp(a)) {
+          // The same statistic as accumulate's Lse from the identity state
+          // (m_t, sum of exp(x - m_t), the shift 0 where m_t is -inf), with
+          // the exps kept for the output (balanced trees for both folds).
+          auto fold = [&](std::vector<std::string> v, const std::string& op) {
+            while (v.size() > 1) {
+              std::vector<std::string> next;
+              for (size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(w.assign(op + " " + v[i] + ", " + v[i + 1] + " : f32"));
+              if (v.size() % 2) next.push_back(v.back());
+              v = std::move(next);
+            }
+            return v[0];
+          };
+          std::string m = fold(xs, "arith.maximumf");
+          std::string ninf = w.assign("arith.cmpf oeq, " + m + ", " + w.f32(-INFINITY) + " : f32");
+          std::string shift = w.assign("arith.select " + ninf + ", " + w.f32(0.0) + ", " + m + " : f32");
+          heldExp_ = HeldExp{};
+          heldExp_.expNode = g_.node(a.node).inputs[0];
+          heldExp_.maxNode = a.maxNode;
+          heldExp_.threadMax = m;
+          for (const std::string& x : xs)
+            heldExp_.es.push_back(expF32(w, w.assign("arith.subf " + x + ", " + shift + " : f32")));
+          states.push_back(crossThreadAcc(w, a, {m, fold(heldExp_.es, "arith.addf")}));
+          continue;
+        }
         states.push_back(crossThreadAcc(w, a, accumulateAcc(w, a, s, xs, {}, "")));
         continue;
       }
@@ -856,6 +921,35 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
     }
   mergeAcrossCluster(w, here, states);
   for (size_t i = 0; i < here.size(); ++i) finalize(w, *here[i], states[i]);
+  if (heldExp_.expNode >= 0 && heldExp_.scale.empty() && rowValue_.count(heldExp_.maxNode)) {
+    // exp(m_t - max): 1 where equal; where the thread's values are all -inf
+    // (its exps are 0), max - max: 0 for a finite max, NaN for a row that
+    // is all -inf or holds a NaN, as PyTorch's softmax gives.
+    const std::string& mx = rowValue_.at(heldExp_.maxNode);
+    const std::string& m = heldExp_.threadMax;
+    std::string ninf = w.assign("arith.cmpf oeq, " + m + ", " + w.f32(-INFINITY) + " : f32");
+    std::string same = w.assign("arith.cmpf oeq, " + m + ", " + mx + " : f32");
+    std::string e = w.assign("arith.select " + same + ", " + w.f32(1.0) + ", " +
+                             expF32(w, w.assign("arith.subf " + m + ", " + mx + " : f32")) + " : f32");
+    heldExp_.scale = w.assign("arith.select " + ninf + ", " + w.assign("arith.subf " + mx + ", " + mx + " : f32") +
+                              ", " + e + " : f32");
+  }
+}
+
+// Whether a held row's Lse keeps its exps for the output: in clusters (the
+// held form's only Lse), for f32 operands (a 16-bit row is held packed, at
+// half the registers of its exps).
+bool RowEmitter::reusesHeldExp(const Acc& a) const {
+  return cfg_.persistent && cfg_.cluster > 1 && !asTail_ && g_.node(a.operand).dtype == DType::F32 &&
+         !narrowInputBelow(a.operand);
+}
+
+bool RowEmitter::narrowInputBelow(int id) const {
+  const Node& n = g_.node(id);
+  if (n.op == Op::Input) return n.dtype == DType::BF16 || n.dtype == DType::F16;
+  for (int i : n.inputs)
+    if (narrowInputBelow(i)) return true;
+  return false;
 }
 
 // In a cluster, the blocks' states of a level (each already merged across
@@ -1103,6 +1197,29 @@ void RowEmitter::planStaging() {
   }
 }
 
+// Which row-invariant accesses a held row loop keeps in shared memory:
+// 16-byte vectors of the block's part of the row, as many as fit next to
+// the exchange region and the trees (none when rows are staged there).
+void RowEmitter::planResident() {
+  resident_.clear();
+  residentBytes_ = 0;
+  const bool loopRows = (cfg_.cluster > 1 && cfg_.rowLoop) || cfg_.prefetch;
+  if (!cfg_.resident || !cfg_.persistent || !loopRows || !staged_.empty() || cfg_.vector <= 1 || dom_[k_ - 1].isDynamic()) return;
+  vector_ = cfg_.vector;
+  const int64_t N = dom_[k_ - 1].size / cfg_.cluster;
+  for (const auto& [key, a] : accesses_) {
+    if (a.strides[k_ - 1].isZero() || !vectorAccess(a) || !(a.strides[k_ - 1] == Poly::constant(1))) continue;
+    if (vector_ * dtypeSize(g_.node(a.node).dtype) != 16) continue;
+    bool perRow = false;
+    for (int j = 0; j + 1 < k_; ++j) perRow = perRow || (!a.strides[j].isZero() && !isUnit(dom_[j]));
+    if (perRow) continue;
+    const int64_t bytes = (N * dtypeSize(g_.node(a.node).dtype) + 15) / 16 * 16;
+    if (residentBytes_ + bytes > kMaxResidentBytes) continue;
+    resident_[key] = residentBytes_;
+    residentBytes_ += bytes;
+  }
+}
+
 // The row pointer of access `a` for row `r` (i64) instead of the current
 // row, emitted into `w`: the prefetch form's next row.
 std::string RowEmitter::rowPtrFor(MlirWriter& w, const std::string& r, const Access& a, DType dt) {
@@ -1252,6 +1369,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   stagedClosed_ = false;
   prefetchMb_.clear();
   evictHint_.clear();
+  heldExp_ = HeldExp{};
+  residentPtr_.clear();
   loadFlags_ = asTail_ ? "" : ", invariant";
   // stage, prefetch: the vector entry only (the scalar entry takes unaligned
   // rows; with prefetch it loops over rows all the same).
@@ -1379,6 +1498,52 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   const Dim& nd = dom_[k_ - 1];
   std::string rowsValue = poly(rowsPoly);
   if (prefetching) emitPrefetchStart(pre, stageBase, loopFirst, rowsValue);
+  if (!resident_.empty() && loopRows && cfg_.persistent && vector > 1 && vector == cfg_.vector) {
+    // Each thread copies its own columns of the row-invariant accesses
+    // into shared memory once; a block barrier, since lanes past a partial
+    // row's end read column 0.
+    std::string base = smem_;
+    smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(residentBytes_) +
+                       "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
+    const int64_t N = nd.size / cfg_.cluster;
+    const int64_t per = static_cast<int64_t>(T) * vector_;
+    std::string tv = pre.assign("arith.muli " + t_ + ", " + pre.integer(vector_, "i32") + " : i32");
+    std::string zero = pre.integer(0, "i64");
+    for (const auto& [key, off] : resident_) {
+      const Access& a = accesses_.at(key);
+      DType dt = g_.node(a.node).dtype;
+      const std::string st = storageType(dt);
+      const std::string vt = "vector<" + std::to_string(vector_) + "x" + st + ">";
+      std::string dst = pre.assign("llvm.getelementptr " + base + "[" + std::to_string(off) +
+                                   "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
+      residentPtr_[key] = dst;
+      std::string src = rowPtrFor(pre, zero, a, dt);
+      // The whole vectors' loads first, all in flight at once, then their
+      // stores; a partial last vector under its own guard.
+      std::vector<std::pair<std::string, std::string>> whole;  // value, shared pointer
+      for (int64_t j = 0; j * per < N; ++j) {
+        std::string col = j ? pre.assign("arith.addi " + tv + ", " + pre.integer(j * per, "i32") + " : i32") : tv;
+        const bool partial = (j + 1) * per > N;
+        if (partial) {
+          pre.line("scf.if " + pre.assign("arith.cmpi ult, " + col + ", " + pre.integer(N, "i32") + " : i32") + " {");
+          pre.indent();
+        }
+        std::string q = pre.assign("llvm.getelementptr inbounds " + src + "[" + col + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
+        std::string v = pre.assign("llvm.load " + q + " {alignment = 16 : i64, invariant} : !llvm.ptr<1> -> " + vt);
+        std::string d = pre.assign("llvm.getelementptr inbounds " + dst + "[" + col + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, " + st);
+        if (partial) {
+          pre.line("llvm.store " + v + ", " + d + " {alignment = 16 : i64} : " + vt + ", !llvm.ptr<3>");
+          pre.dedent();
+          pre.line("}");
+        } else {
+          whole.emplace_back(v, d);
+        }
+      }
+      for (const auto& [v, d] : whole)
+        pre.line("llvm.store " + v + ", " + d + " {alignment = 16 : i64} : " + vt + ", !llvm.ptr<3>");
+    }
+    pre.line("gpu.barrier");
+  }
   if (cfg_.persistent) {
     const int64_t N = nd.size / cfg_.cluster;  // this block's columns
     const int64_t per = static_cast<int64_t>(T) * vector_;
@@ -1624,6 +1789,7 @@ void RowEmitter::prepare() {
   if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
   if (cfg_.minBlocks * cfg_.threads > 2048) cfg_.minBlocks = 2048 / cfg_.threads;  // an SM's 2048 threads
   planStaging();  // before the accumulators: a staged row's variance takes two passes
+  planResident();
   buildAccumulators();
 
   elementOptions_.approxTranscendentals = true;
@@ -1746,6 +1912,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   if (cfg_.cluster > 1) {
     k.launch.sharedBytes += 2 * kExchangeEntries * 8;
   }
+  k.launch.sharedBytes += static_cast<int>(residentBytes_);
   return out;
 }
 
@@ -2176,7 +2343,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
-                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32",
+                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -2189,6 +2356,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "prefetch" && (v == 0 || v == 1)) c.prefetch = v == 1;
                           else if (key == "min_blocks" && v >= 0 && v <= 32) c.minBlocks = static_cast<int>(v);
                           else if (key == "evict" && v >= 0 && v <= 2) c.evict = static_cast<int>(v);
+                          else if (key == "resident" && (v == 0 || v == 1)) c.resident = v == 1;
                           else return false;
                           return true;
                         });
