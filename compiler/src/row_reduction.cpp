@@ -1602,7 +1602,22 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
     elemMemo_.clear();
     if (!fullOutputs_.empty()) reholdNarrow(row, maxLevel_ + 1);
-    for (int j = 0; j < chunks && !fullOutputs_.empty(); ++j) storeFull(persistentCtx_, j, valid[j]);
+    // In a loop over rows the shared loads still read from global memory
+    // (weights past the resident ones) are issued two chunks ahead of the
+    // stores that use them, so an L2 round trip overlaps the chunks before
+    // instead of stalling each store in turn.
+    const int ahead = loopRows && cfg_.cluster > 1 ? 2 : 0;
+    auto preload = [&](int j) {
+      if (j >= chunks) return;
+      for (const auto& [key, a] : accesses_)
+        if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && !perRow(a) && !residentPtr_.count(key))
+          (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
+    };
+    for (int j = 0; j < chunks && !fullOutputs_.empty(); ++j) {
+      if (ahead)
+        for (int p = j == 0 ? 0 : j + ahead; p <= j + ahead; ++p) preload(p);
+      storeFull(persistentCtx_, j, valid[j]);
+    }
   } else {
     if (staging) emitStaging(row, stageBase);
     emitGathers();
