@@ -567,7 +567,7 @@ TEST_CASE("rows staged in shared memory by bulk copies: every composite, spill-f
       CHECK(k.launch.sharedBytes >= 16 + rowBytes);
       // One bulk copy per row-shaped input, in the vector entry only.
       const std::string scalar = k.ptx.substr(k.ptx.find(".entry " + k.name + "_s1"));
-      CHECK_THAT(scalar, !Contains("cp.async.bulk"));
+      CHECK_THAT(scalar, !Contains("cp.async"));
     }
   }
   SECTION("sm_80 has no bulk copies: a clear error naming the key and the target") {
@@ -580,7 +580,7 @@ TEST_CASE("rows staged in shared memory by bulk copies: every composite, spill-f
   }
 }
 
-TEST_CASE("held rows with the next row prefetched by bulk copies: every composite, spill-free, sm_90 only",
+TEST_CASE("held rows with the next row prefetched by bulk copies or per-thread cp.async: every composite, spill-free, sm_90 only",
           "[compile][reduction]") {
   DType t = GENERATE(DType::F32, DType::BF16);
   struct C {
@@ -588,11 +588,14 @@ TEST_CASE("held rows with the next row prefetched by bulk copies: every composit
     int threads, cluster;
   };
   const C c = GENERATE(C{4096, 256, 1}, C{4104, 512, 1}, C{32768, 512, 2});  // 4104: a partial chunk
+  // 1: one bulk copy per input (TMA, an mbarrier); 2: each thread's cp.async
+  const int mode = GENERATE(1, 2);
   std::vector<test::GraphCase> cases = test::rowComposites(t, {"N", c.len});
   for (const test::GraphCase& gc : cases) {
-    INFO(gc.label << " at " << c.len << ", " << c.threads << " threads, clusters of " << c.cluster);
+    INFO(gc.label << " at " << c.len << ", " << c.threads << " threads, clusters of " << c.cluster << ", prefetch " << mode);
     compiler::CompileOptions o;
-    o.rowConfigOverride = "{\"persistent\": 1, \"prefetch\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+    o.rowConfigOverride = "{\"persistent\": 1, \"prefetch\": " + std::to_string(mode) +
+                          ", \"min_blocks\": 0, \"threads_per_row\": " + std::to_string(c.threads) +
                           ", \"cluster\": " + std::to_string(c.cluster) + "}";
     compiler::CompiledGraph cg = compiler::compileGraph(gc.graph, o);
     for (const compiler::CompiledKernel& k : cg.kernels) {
@@ -604,13 +607,20 @@ TEST_CASE("held rows with the next row prefetched by bulk copies: every composit
       });
       if (!rows) continue;
       INFO(k.config);
-      CHECK_THAT(k.config, Contains("\"prefetch\": 1"));
+      CHECK_THAT(k.config, Contains("\"prefetch\": " + std::to_string(mode)));
       // The blocks that fit at once loop over the rows.
       CHECK(k.launch.resident);
       CHECK_THAT(k.ptx, Contains(".version 8.0"));
-      CHECK_THAT(k.ptx, Contains("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
-      CHECK_THAT(k.ptx, Contains("fence.proxy.async.shared::cta"));
-      CHECK_THAT(k.ptx, Contains("mbarrier.try_wait.parity.shared::cta.b64"));
+      if (mode == 1) {
+        CHECK_THAT(k.ptx, Contains("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
+        CHECK_THAT(k.ptx, Contains("fence.proxy.async.shared::cta"));
+        CHECK_THAT(k.ptx, Contains("mbarrier.try_wait.parity.shared::cta.b64"));
+      } else {
+        CHECK_THAT(k.ptx, Contains("cp.async.cg.shared.global"));
+        CHECK_THAT(k.ptx, Contains("cp.async.wait_group 0"));
+        CHECK_THAT(k.ptx, !Contains("cp.async.bulk"));
+        CHECK_THAT(k.ptx, !Contains("mbarrier"));
+      }
       int64_t partBytes = 0;
       for (const compiler::KernelTensor& kt : k.tensors)
         if (!kt.output && kt.shape.size() == 2) partBytes += c.len / c.cluster * dtypeSize(kt.dtype);

@@ -384,11 +384,14 @@ TEST_CASE("held rows with the next row prefetched match the reference", "[gpu][r
   struct C {
     int64_t len, rows;
     int threads, cluster;
+    int mode = 1;  // 1: bulk copies by one thread; 2: each thread's own cp.async copies
   };
   // Resident blocks on an H200: 4-8 per SM of 132 at 4096 (512 threads),
   // 1-2 at 32768, 15 clusters of 8 at 262144.
-  C c = GENERATE(C{4096, 1200, 512, 1}, C{4104, 1000, 256, 1}, C{32768, 280, 512, 1}, C{262144, 36, 512, 8});
-  const std::string config = "{\"persistent\": 1, \"prefetch\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+  C c = GENERATE(C{4096, 1200, 512, 1}, C{4104, 1000, 256, 1}, C{32768, 280, 512, 1}, C{262144, 36, 512, 8},
+                 C{4104, 1000, 256, 1, 2}, C{32768, 280, 512, 1, 2}, C{262144, 36, 512, 8, 2});
+  const std::string config = "{\"persistent\": 1, \"prefetch\": " + std::to_string(c.mode) +
+                             ", \"min_blocks\": 0, \"threads_per_row\": " + std::to_string(c.threads) +
                              ", \"cluster\": " + std::to_string(c.cluster) + "}";
   std::vector<test::GraphCase> cases = everyRowCase(c.len);
   const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
@@ -397,7 +400,7 @@ TEST_CASE("held rows with the next row prefetched match the reference", "[gpu][r
   INFO(k.explain());
   // Rows of 16-byte vectors are prefetched (bool and odd dtypes may not be).
   if (g.label.find("softmax") != std::string::npos)
-    CHECK(k.explain().find("\"prefetch\": 1") != std::string::npos);
+    CHECK(k.explain().find("\"prefetch\": " + std::to_string(c.mode)) != std::string::npos);
 }
 
 // The looped form with L2 eviction hints (config "evict": createpolicy +

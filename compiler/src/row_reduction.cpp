@@ -22,7 +22,7 @@ std::string RowConfig::json() const {
          ", \"unroll\": " + std::to_string(unroll) +
          (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
                       : std::string()) +
-         (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": 1" : "") + (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) +
+         (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": " + std::to_string(prefetch) : std::string()) + (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) +
          (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) +
          (resident ? "" : ", \"resident\": 0") + "}";
 }
@@ -235,6 +235,7 @@ class RowEmitter {
   void emitWait(MlirWriter& w, const std::string& mb, const std::string& parity);
   void emitPrefetchStart(MlirWriter& w, const std::string& base, const std::string& r0, const std::string& rows);
   void emitPrefetchNext(MlirWriter& w, const std::string& next, const std::string& rows);
+  void emitThreadCopies(MlirWriter& w, const std::vector<std::string>& srcs);
   std::string prefetchMb_;     // the prefetch form's mbarrier (i32 shared address)
   // config evict: the L2 eviction priority of this pass's row loads
   // ("evict_last", "evict_first"; empty: no hint).
@@ -1193,7 +1194,7 @@ void RowEmitter::planStaging() {
     staged_.clear();
     stagedBytes_ = 0;
     cfg_.stage = false;
-    cfg_.prefetch = false;
+    cfg_.prefetch = 0;
   }
 }
 
@@ -1285,6 +1286,13 @@ void RowEmitter::emitMbarrierInit(MlirWriter& w, const std::string& mb) {
 // Every thread waits for the mbarrier's phase of parity `parity` (i32) to
 // complete: the row's bytes have landed.
 void RowEmitter::emitWait(MlirWriter& w, const std::string& mb, const std::string& parity) {
+  if (cfg_.prefetch == 2) {
+    // The thread's own copies have landed; a block barrier makes the other
+    // threads' visible too (lanes past a partial row's end read column 0).
+    w.line("llvm.inline_asm has_side_effects \"cp.async.wait_group 0;\", \"~{memory}\" : () -> ()");
+    w.line("gpu.barrier");
+    return;
+  }
   w.line("llvm.inline_asm has_side_effects \"{ .reg .pred p; kiln_stage_wait: mbarrier.try_wait.parity.shared::cta.b64 "
          "p, [$0], $1; @!p bra kiln_stage_wait; }\", \"r,r,~{memory}\" " + mb + ", " + parity +
          " : (i32, i32) -> ()");
@@ -1309,6 +1317,38 @@ void RowEmitter::emitStaging(MlirWriter& w, const std::string& base) {
   emitWait(w, mb, w.integer(0, "i32"));
 }
 
+// prefetch 2: this thread's 16-byte vectors of every staged access (the
+// columns it holds: t * V + j * T * V), from `srcs` (copySources) into the
+// staged rows, one cp.async each (L2 only: .cg).
+void RowEmitter::emitThreadCopies(MlirWriter& w, const std::vector<std::string>& srcs) {
+  const int64_t N = dom_[k_ - 1].size / cfg_.cluster;
+  const int64_t per = static_cast<int64_t>(cfg_.threadsPerRow) * vector_;
+  std::string tv = w.assign("arith.muli " + t_ + ", " + w.integer(vector_, "i32") + " : i32");
+  size_t i = 0;
+  for (const auto& [key, at] : staged_) {
+    const std::string st = storageType(g_.node(accesses_.at(key).node).dtype);
+    const std::string& src = srcs.at(i++);
+    for (int64_t j = 0; j * per < N; ++j) {
+      std::string col = j ? w.assign("arith.addi " + tv + ", " + w.integer(j * per, "i32") + " : i32") : tv;
+      const bool partial = (j + 1) * per > N;
+      if (partial) {
+        w.line("scf.if " + w.assign("arith.cmpi ult, " + col + ", " + w.integer(N, "i32") + " : i32") + " {");
+        w.indent();
+      }
+      std::string d = w.assign("llvm.getelementptr inbounds " + stagedPtr_.at(key) + "[" + col +
+                               "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, " + st);
+      std::string d32 = w.assign("llvm.ptrtoint " + d + " : !llvm.ptr<3> to i32");
+      std::string q = w.assign("llvm.getelementptr inbounds " + src + "[" + col + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
+      w.line("llvm.inline_asm has_side_effects \"cp.async.cg.shared.global [$0], [$1], 16;\", \"r,l,~{memory}\" " + d32 +
+             ", " + q + " : (i32, !llvm.ptr<1>) -> ()");
+      if (partial) {
+        w.dedent();
+        w.line("}");
+      }
+    }
+  }
+}
+
 // The prefetch form's start, before the row loop: thread 0 sets up the
 // mbarrier and copies the block's first row `r0` (if there is one); a
 // block barrier makes the mbarrier visible to every thread.
@@ -1316,6 +1356,16 @@ void RowEmitter::emitPrefetchStart(MlirWriter& w, const std::string& base, const
                                    const std::string& rows) {
   prefetchMb_ = stagingPointers(w, base);
   std::vector<std::string> srcs = copySources(w, r0);
+  if (cfg_.prefetch == 2) {
+    // Each thread copies its own vectors of the first row; no mbarrier.
+    w.line("scf.if " + w.assign("arith.cmpi ult, " + r0 + ", " + rows + " : i64") + " {");
+    w.indent();
+    emitThreadCopies(w, srcs);
+    w.dedent();
+    w.line("}");
+    w.line("llvm.inline_asm has_side_effects \"cp.async.commit_group;\", \"~{memory}\" : () -> ()");
+    return;
+  }
   std::string first = w.assign("arith.cmpi eq, " + tidRaw_ + ", " + w.integer(0, "i32") + " : i32");
   w.line("scf.if " + first + " {");
   w.indent();
@@ -1338,6 +1388,18 @@ void RowEmitter::emitPrefetchNext(MlirWriter& w, const std::string& next, const 
   stagedClosed_ = true;
   std::vector<std::string> srcs = copySources(w, next);
   w.line("gpu.barrier");
+  if (cfg_.prefetch == 2) {
+    // prefetch 2: every thread copies its own vectors of the next row
+    // (cp.async, the generic proxy: the barrier above orders the block's
+    // reads of the current row before these writes).
+    w.line("scf.if " + w.assign("arith.cmpi ult, " + next + ", " + rows + " : i64") + " {");
+    w.indent();
+    emitThreadCopies(w, srcs);
+    w.dedent();
+    w.line("}");
+    w.line("llvm.inline_asm has_side_effects \"cp.async.commit_group;\", \"~{memory}\" : () -> ()");
+    return;
+  }
   std::string first = w.assign("arith.cmpi eq, " + t_ + ", " + w.integer(0, "i32") + " : i32");
   std::string more = w.assign("arith.cmpi ult, " + next + ", " + rows + " : i64");
   w.line("scf.if " + w.assign("arith.andi " + first + ", " + more + " : i1") + " {");
@@ -2186,7 +2248,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     c.threadsPerRow = c.threads = 512;
     if (variance) {
       c.persistent = true;
-      c.prefetch = true;
+      c.prefetch = 1;
       return c;
     }
     c.persistent = false;
@@ -2331,7 +2393,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         c.rowLoop = false;  // one cluster per row
         add(c);
         c.rowLoop = true;
-        c.prefetch = true;
+        c.prefetch = 1;
         if (copiesWhole(g, v)) add(c);
       }
   // Prefetch (sm_90+): the held rows of one block per row at 128 threads
@@ -2343,7 +2405,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
       if (!c.persistent || c.cluster > 1 || c.threadsPerRow < 128 || c.threads != c.threadsPerRow || c.prefetch ||
           !copiesWhole(g, c.vector))
         continue;
-      c.prefetch = true;
+      c.prefetch = 1;
       add(c);
     }
   std::vector<int> ts;
@@ -2358,7 +2420,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
-                        "stage: 0 or 1 (sm_90+); prefetch: 0 or 1 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1",
+                        "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -2368,7 +2430,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "cluster" && isPow2(v) && v <= 16) c.cluster = static_cast<int>(v);
                           else if (key == "row_loop" && (v == 0 || v == 1)) c.rowLoop = v == 1;
                           else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
-                          else if (key == "prefetch" && (v == 0 || v == 1)) c.prefetch = v == 1;
+                          else if (key == "prefetch" && v >= 0 && v <= 2) c.prefetch = static_cast<int>(v);
                           else if (key == "min_blocks" && v >= 0 && v <= 32) c.minBlocks = static_cast<int>(v);
                           else if (key == "evict" && v >= 0 && v <= 2) c.evict = static_cast<int>(v);
                           else if (key == "resident" && (v == 0 || v == 1)) c.resident = v == 1;
@@ -2417,7 +2479,7 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   // row's single read (evict_first); not rows copied by bulk copies.
   if (c.evict && (c.stage || c.prefetch)) c.evict = 0;
   // Prefetching is a persistent form with one row (part) per block.
-  if (c.prefetch && (!c.persistent || c.stage || c.threadsPerRow < 32 || d.back().isDynamic())) c.prefetch = false;
+  if (c.prefetch && (!c.persistent || c.stage || c.threadsPerRow < 32 || d.back().isDynamic())) c.prefetch = 0;
   if (c.prefetch && c.cluster > 1) c.rowLoop = true;
   if (c.threadsPerRow < 32 && (c.threads % 32 != 0 || c.threads < 32)) c.threads = 128;
   if (tail) {
@@ -2427,7 +2489,7 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
     if (c.threadsPerRow < 32 && !isPow2(c.threads)) c.threads = 128;
     if (c.cluster > 1) c.rowLoop = true;
     c.stage = false;
-    c.prefetch = false;
+    c.prefetch = 0;
   }
   RowEmitter e(g, c);
   if (tail) e.setTail(tail, tailCounter);

@@ -55,7 +55,9 @@ struct RowConfig {
   // row into shared memory (one bulk copy per row-shaped input, completion
   // on an mbarrier), from where it is read into registers at the next
   // row's start. Each block always has a row's loads in flight.
-  bool prefetch = false;
+  // 1: bulk copies by one thread (TMA); 2: each thread copies its own
+  // 16-byte vectors (cp.async, the same columns it reads back).
+  int prefetch = 0;
   // Looped form (not staged): the 16-byte loads of row-shaped inputs carry
   // L2 eviction hints, evict_last in the passes before the last (a later
   // pass reads the row again, from L2) and evict_first in the last. Held
