@@ -338,7 +338,21 @@ std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vec
     }
   w.dedent();
   w.line("}");
+  // Only the pushers' warp (warp 0: threads 0..C-1) arrives with release
+  // semantics, which makes its pushes visible to the peers that wait; a
+  // release waits for the warp's earlier global stores (the previous row's
+  // output) too, so the other warps arrive relaxed instead of each waiting
+  // for its own stores to drain.
+  std::string w0 = w.assign("arith.cmpi ult, " + ct.tid + ", " + w.integer(32, "i32") + " : i32");
+  w.line("scf.if " + w0 + " {");
+  w.indent();
   w.line("nvvm.cluster.arrive {aligned}");
+  w.dedent();
+  w.line("} else {");
+  w.indent();
+  w.line("nvvm.cluster.arrive.relaxed {aligned}");
+  w.dedent();
+  w.line("}");
   w.line("nvvm.cluster.wait {aligned}");
   std::string from = w.assign("arith.andi " + ct.lane32 + ", " + w.integer(C - 1, "i32") + " : i32");
   std::vector<std::vector<std::string>> out;

@@ -1988,6 +1988,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   if (cfg_.prefetch || (cfg_.cluster > 1 && cfg_.rowLoop)) k.launch.resident = true;
   if (cfg_.cluster > 1) {
     k.launch.sharedBytes += 2 * kExchangeEntries * 8;
+    out.ptxFeatures = "+ptx80";  // barrier.cluster.arrive.relaxed (PTX ISA 8.0)
   }
   k.launch.sharedBytes += static_cast<int>(residentBytes_);
   return out;
