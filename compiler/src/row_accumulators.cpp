@@ -325,6 +325,43 @@ std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vec
     }
   }
   std::string pusher = w.assign("arith.cmpi ult, " + ct.tid + ", " + w.integer(C, "i32") + " : i32");
+  if (!ct.mbarHere.empty()) {
+    // Thread 0 arms the other half's mbarrier for the next row before any
+    // push of this row leaves: a peer can push the next row only after it
+    // has this row's pushes, ours included.
+    std::string first = w.assign("arith.cmpi eq, " + ct.tid + ", " + w.integer(0, "i32") + " : i32");
+    w.line("scf.if " + first + " {");
+    w.indent();
+    w.line("llvm.inline_asm has_side_effects \"mbarrier.arrive.expect_tx.relaxed.cluster.shared::cta.b64 _, [$0], $1;\", "
+           "\"r,r,~{memory}\" " + ct.mbarNext + ", " + w.integer(ct.bytes, "i32") + " : (i32, i32) -> ()");
+    w.dedent();
+    w.line("}");
+    w.line("scf.if " + pusher + " {");
+    w.indent();
+    std::string bar = w.assign("llvm.inline_asm \"mapa.shared::cluster.u32 $0, $1, $2;\", \"=r,r,r\" " + ct.mbarHere +
+                               ", " + ct.tid + " : (i32, i32) -> i32");
+    for (size_t k = 0; k < accs.size(); ++k)
+      for (size_t i = 0; i < accs[k]->types.size(); ++i) {
+        const std::string& ty = accs[k]->types[i];
+        const bool wide = ty == "i64" || ty == "f64";
+        std::string mine = w.assign("llvm.getelementptr " + base[k][i] + "[" + ct.rank +
+                                    "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
+        std::string mine32 = w.assign("llvm.ptrtoint " + mine + " : !llvm.ptr<3> to i32");
+        std::string peer = w.assign("llvm.inline_asm \"mapa.shared::cluster.u32 $0, $1, $2;\", \"=r,r,r\" " + mine32 +
+                                    ", " + ct.tid + " : (i32, i32) -> i32");
+        std::string v = s[k][i];
+        if (ty == "f32") v = w.assign("arith.bitcast " + v + " : f32 to i32");
+        if (ty == "f64") v = w.assign("arith.bitcast " + v + " : f64 to i64");
+        w.line(std::string("llvm.inline_asm has_side_effects \"st.async.shared::cluster.mbarrier::complete_tx::bytes.") +
+               (wide ? "b64" : "b32") + " [$0], $1, [$2];\", \"r," + (wide ? "l" : "r") + ",r,~{memory}\" " + peer + ", " +
+               v + ", " + bar + " : (i32, " + (wide ? "i64" : "i32") + ", i32) -> ()");
+      }
+    w.dedent();
+    w.line("}");
+    w.line("llvm.inline_asm has_side_effects \"{ .reg .pred p; kiln_xchg_wait: mbarrier.try_wait.parity.acquire.cluster."
+           "shared::cta.b64 p, [$0], $1; @!p bra kiln_xchg_wait; }\", \"r,r,~{memory}\" " + ct.mbarHere + ", " +
+           ct.parity + " : (i32, i32) -> ()");
+  } else {
   w.line("scf.if " + pusher + " {");
   w.indent();
   for (size_t k = 0; k < accs.size(); ++k)
@@ -354,6 +391,7 @@ std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vec
   w.dedent();
   w.line("}");
   w.line("nvvm.cluster.wait {aligned}");
+  }
   std::string from = w.assign("arith.andi " + ct.lane32 + ", " + w.integer(C - 1, "i32") + " : i32");
   std::vector<std::vector<std::string>> out;
   for (size_t k = 0; k < accs.size(); ++k) {

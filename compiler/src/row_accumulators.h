@@ -69,6 +69,13 @@ struct ClusterThreads {
   std::string lane32;    // i32: lane in the warp
   std::string rank;      // i32: the block's rank in the cluster
   std::string exchange;  // !llvm.ptr<3>: this row's exchange region (8-byte entries)
+  // Asynchronous pushes (set: mbarHere non-empty): st.async into the peers'
+  // entries completes bytes on each peer's mbarrier of this half (mbarHere,
+  // i32 shared address, its phase `parity`, i32), which every thread waits
+  // on instead of a cluster barrier; thread 0 first arms its own mbarrier
+  // of the other half (mbarNext) for the next row's `bytes`.
+  std::string mbarHere, mbarNext, parity;
+  int bytes = 0;
 };
 // The row's states from the block states `s` of accumulators `accs` (one
 // exchange for all): each component takes C entries of the exchange region

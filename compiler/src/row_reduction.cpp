@@ -211,6 +211,15 @@ class RowEmitter {
   // reading this one's), and the 8-byte entries used so far of a half.
   std::string exchange_;
   int exchangeEntries_ = 0;
+  // Held cluster rows with one exchange per row: the pushes are st.async
+  // completing on the receiver's mbarrier of the row's half (two, after the
+  // exchange region), waited on instead of a cluster barrier, whose release
+  // waited for the previous row's output stores (asyncBytes_: what a block
+  // receives per row; 0: cluster barriers).
+  int asyncBytes_ = 0;
+  std::string mbar0_, rowCounter_;  // the first mbarrier's shared address (i32); the loop's row counter mod 4 (i64)
+  int exchangesThisRow_ = 0;
+  int asyncExchangeBytes() const;
   static constexpr int kExchangeEntries = 256;  // per half
   // Flags of global loads: invariant (free to move) except, in a cluster,
   // after the row's first loads: LLVM would hoist later loads (weights,
@@ -959,9 +968,39 @@ void RowEmitter::mergeAcrossCluster(MlirWriter& w, const std::vector<const Acc*>
                                     std::vector<std::vector<std::string>>& states) {
   if (cfg_.cluster == 1 || accs.empty()) return;
   ClusterThreads ct{cfg_.cluster, t_, lane32_, rank_, exchange_};
+  if (asyncBytes_ > 0) {
+    if (exchangesThisRow_++ > 0) throw Error("kiln: internal: a row with asynchronous cluster pushes exchanges twice");
+    // This row's half's mbarrier and the other's (computed here, where they
+    // are used, not held through the row's loads); its phase flips every
+    // second row (the row counter's second bit).
+    std::string h8 = w.assign("arith.trunci " + w.assign("arith.shli " + w.assign("arith.andi " + rowCounter_ + ", " +
+                              w.integer(1, "i64") + " : i64") + ", " + w.integer(3, "i64") + " : i64") + " : i64 to i32");
+    ct.mbarHere = w.assign("arith.addi " + mbar0_ + ", " + h8 + " : i32");
+    ct.mbarNext = w.assign("arith.subi " + w.assign("arith.addi " + mbar0_ + ", " + w.integer(8, "i32") + " : i32") + ", " + h8 + " : i32");
+    ct.parity = w.assign("arith.trunci " + w.assign("arith.andi " + w.assign("arith.shrui " + rowCounter_ + ", " +
+                         w.integer(1, "i64") + " : i64") + ", " + w.integer(1, "i64") + " : i64") + " : i64 to i32");
+    ct.bytes = asyncBytes_;
+  }
   states = clusterMerge(w, accs, states, ct, exchangeEntries_);
   if (exchangeEntries_ > kExchangeEntries)
     throw Error("kiln: internal: a row cluster exchanges more than " + std::to_string(kExchangeEntries) + " values");
+}
+
+// The bytes a block receives per row when the held cluster row's single
+// exchange goes by st.async (every accumulator at one level, components of
+// 4 or 8 bytes, C pushes); 0 where the cluster barrier stays.
+int RowEmitter::asyncExchangeBytes() const {
+  if (cfg_.cluster <= 1 || !cfg_.persistent || asTail_ || tail_ || accs_.empty()) return 0;
+  int level = accs_.front().level, bytes = 0;
+  for (const Acc& a : accs_) {
+    if (a.level != level) return 0;
+    for (const std::string& t : a.types) {
+      if (t == "f32" || t == "i32") bytes += 4;
+      else if (t == "f64" || t == "i64") bytes += 8;
+      else return 0;
+    }
+  }
+  return bytes * cfg_.cluster;
 }
 
 // One pass over the row in chunks: a main loop of unrolled, unguarded
@@ -1427,6 +1466,10 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   colBase64_.clear();
   exchange_.clear();
   exchangeEntries_ = 0;
+  exchangesThisRow_ = 0;
+  asyncBytes_ = asyncExchangeBytes();
+  mbar0_.clear();
+  rowCounter_.clear();
   stagedPtr_.clear();
   stagedClosed_ = false;
   prefetchMb_.clear();
@@ -1520,6 +1563,26 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     }
     rank_ = pre.assign("arith.trunci " + pre.assign("arith.andi " + bid + ", " + pre.integer(cfg_.cluster - 1, "i64") +
                                                     " : i64") + " : i64 to i32");
+    if (asyncBytes_ > 0) {
+      // Thread 0 sets up the two mbarriers (one arrival per phase: its
+      // own expect_tx) and arms the first row's half, before the cluster
+      // barrier lets any peer push.
+      std::string base = pre.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
+      std::string at = pre.assign("llvm.getelementptr " + base + "[" + std::to_string(2 * kExchangeEntries) +
+                                  "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
+      mbar0_ = pre.assign("llvm.ptrtoint " + at + " : !llvm.ptr<3> to i32");
+      std::string first = pre.assign("arith.cmpi eq, " + tid + ", " + pre.integer(0, "i32") + " : i32");
+      pre.line("scf.if " + first + " {");
+      pre.indent();
+      for (int h = 0; h < 2; ++h)
+        pre.line("llvm.inline_asm has_side_effects \"mbarrier.init.shared::cta.b64 [$0], 1;\", \"r,~{memory}\" " +
+                 pre.assign("arith.addi " + mbar0_ + ", " + pre.integer(8 * h, "i32") + " : i32") + " : (i32) -> ()");
+      pre.line("llvm.inline_asm has_side_effects \"fence.mbarrier_init.release.cluster;\", \"~{memory}\"  : () -> ()");
+      pre.line("llvm.inline_asm has_side_effects \"mbarrier.arrive.expect_tx.relaxed.cluster.shared::cta.b64 _, [$0], $1;\", "
+               "\"r,r,~{memory}\" " + mbar0_ + ", " + pre.integer(asyncBytes_, "i32") + " : (i32, i32) -> ()");
+      pre.dedent();
+      pre.line("}");
+    }
     // Peers write into this block's shared memory only after every block
     // of the cluster has started: a cluster barrier first.
     pre.line("nvvm.cluster.arrive {aligned}");
@@ -1537,6 +1600,14 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     r_ = bid;
   }
   if (loopRows) half = row.fresh();
+  // The loop carries a counter of rows mod 4: its low bit picks the row's
+  // half (exchange region, prefetch phase), its high bit the phase of the
+  // asynchronous pushes' mbarriers.
+  std::string halfBit;
+  auto halfBitOf = [&]() {
+    if (halfBit.empty()) halfBit = row.assign("arith.andi " + half + ", " + row.integer(1, "i64") + " : i64");
+    return halfBit;
+  };
   lane32_ = pre.assign("arith.andi " + tid + ", " + pre.integer(31, "i32") + " : i32");
   warp_ = pre.assign("arith.shrui " + t_ + ", " + pre.integer(5, "i32") + " : i32");
   if (T > 32 || staging || prefetching) smem_ = pre.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
@@ -1544,10 +1615,13 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // Shared memory: the two halves of the exchange region, then the block
     // trees' slots.
     if (!loopRows) half = row.integer(0, "i64");
-    std::string first = row.assign("arith.muli " + half + ", " + row.integer(kExchangeEntries, "i64") + " : i64");
+    halfBitOf();
+    std::string first = row.assign("arith.muli " + halfBit + ", " + row.integer(kExchangeEntries, "i64") + " : i64");
     exchange_ = row.assign("llvm.getelementptr " + smem_ + "[" + first + "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i64");
-    smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(2 * kExchangeEntries) +
+    // ... then the asynchronous pushes' two mbarriers (16 bytes).
+    smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(2 * kExchangeEntries + 2) +
                        "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
+    rowCounter_ = half;
   }
 
   if (staging || prefetching) {
@@ -1640,7 +1714,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     };
     // Prefetch: the row's copy has landed (this phase of the mbarrier); once
     // every thread holds its values, the next row's copy starts.
-    if (prefetching) emitWait(row, prefetchMb_, row.assign("arith.trunci " + half + " : i64 to i32"));
+    if (prefetching) emitWait(row, prefetchMb_, row.assign("arith.trunci " + halfBitOf() + " : i64 to i32"));
     // Prefetch too: the block barrier before the next row's copy would
     // keep every load issued before it alive through the whole row.
     // Loads that every row shares (weights, biases: L2 hits after the first
@@ -1732,7 +1806,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     std::string zero = pre.integer(0, "i64");
     loop.line(loop.fresh() + " = scf.for " + r_ + " = " + loopFirst + " to " + rowsValue + " step " + loopStep +
               " iter_args(" + half + " = " + zero + ") -> (i64) : i64 {");
-    std::string next = row.assign("arith.xori " + half + ", " + row.integer(1, "i64") + " : i64");
+    std::string next = row.assign("arith.andi " + row.assign("arith.addi " + half + ", " + row.integer(1, "i64") + " : i64") +
+                                  ", " + row.integer(3, "i64") + " : i64");
     row.line("scf.yield " + next + " : i64");
     loop.append(row.text());
     loop.line("}");
@@ -1987,8 +2062,10 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   // The blocks (clusters) loop over rows: as many as fit at once.
   if (cfg_.prefetch || (cfg_.cluster > 1 && cfg_.rowLoop)) k.launch.resident = true;
   if (cfg_.cluster > 1) {
-    k.launch.sharedBytes += 2 * kExchangeEntries * 8;
-    out.ptxFeatures = "+ptx80";  // barrier.cluster.arrive.relaxed (PTX ISA 8.0)
+    k.launch.sharedBytes += 2 * kExchangeEntries * 8 + 16;
+    // barrier.cluster.arrive.relaxed (PTX ISA 8.0); st.async (8.1); a relaxed
+    // mbarrier arrive (8.6)
+    out.ptxFeatures = "+ptx86";
   }
   k.launch.sharedBytes += static_cast<int>(residentBytes_);
   return out;
