@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace kiln::compiler {
@@ -325,10 +326,21 @@ std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vec
     }
   }
   std::string pusher = w.assign("arith.cmpi ult, " + ct.tid + ", " + w.integer(C, "i32") + " : i32");
+  // Each pusher's store of component i of accumulator k into its peer's
+  // entry [rank]: `push(peerAddress, value, type)`.
+  auto forEachPush = [&](const std::function<void(const std::string&, const std::string&, const std::string&)>& push) {
+    for (size_t k = 0; k < accs.size(); ++k)
+      for (size_t i = 0; i < accs[k]->types.size(); ++i) {
+        std::string mine = w.assign("llvm.getelementptr " + base[k][i] + "[" + ct.rank +
+                                    "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
+        push(mine, s[k][i], accs[k]->types[i]);
+      }
+  };
   if (!ct.mbarHere.empty()) {
-    // Thread 0 arms the other half's mbarrier for the next row before any
-    // push of this row leaves: a peer can push the next row only after it
-    // has this row's pushes, ours included.
+    // st.async onto the peers' mbarriers. Thread 0 arms the other half's
+    // mbarrier for the next row before any push of this row leaves: a peer
+    // can push the next row only after it has this row's pushes, ours
+    // included.
     std::string first = w.assign("arith.cmpi eq, " + ct.tid + ", " + w.integer(0, "i32") + " : i32");
     w.line("scf.if " + first + " {");
     w.indent();
@@ -338,59 +350,52 @@ std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vec
     w.line("}");
     w.line("scf.if " + pusher + " {");
     w.indent();
-    std::string bar = w.assign("llvm.inline_asm \"mapa.shared::cluster.u32 $0, $1, $2;\", \"=r,r,r\" " + ct.mbarHere +
-                               ", " + ct.tid + " : (i32, i32) -> i32");
-    for (size_t k = 0; k < accs.size(); ++k)
-      for (size_t i = 0; i < accs[k]->types.size(); ++i) {
-        const std::string& ty = accs[k]->types[i];
-        const bool wide = ty == "i64" || ty == "f64";
-        std::string mine = w.assign("llvm.getelementptr " + base[k][i] + "[" + ct.rank +
-                                    "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
-        std::string mine32 = w.assign("llvm.ptrtoint " + mine + " : !llvm.ptr<3> to i32");
-        std::string peer = w.assign("llvm.inline_asm \"mapa.shared::cluster.u32 $0, $1, $2;\", \"=r,r,r\" " + mine32 +
-                                    ", " + ct.tid + " : (i32, i32) -> i32");
-        std::string v = s[k][i];
-        if (ty == "f32") v = w.assign("arith.bitcast " + v + " : f32 to i32");
-        if (ty == "f64") v = w.assign("arith.bitcast " + v + " : f64 to i64");
-        w.line(std::string("llvm.inline_asm has_side_effects \"st.async.shared::cluster.mbarrier::complete_tx::bytes.") +
-               (wide ? "b64" : "b32") + " [$0], $1, [$2];\", \"r," + (wide ? "l" : "r") + ",r,~{memory}\" " + peer + ", " +
-               v + ", " + bar + " : (i32, " + (wide ? "i64" : "i32") + ", i32) -> ()");
-      }
+    auto mapa = [&](const std::string& local32) {
+      return w.assign("llvm.inline_asm \"mapa.shared::cluster.u32 $0, $1, $2;\", \"=r,r,r\" " + local32 + ", " + ct.tid +
+                      " : (i32, i32) -> i32");
+    };
+    std::string bar = mapa(ct.mbarHere);
+    forEachPush([&](const std::string& mine, const std::string& value, const std::string& ty) {
+      const bool wide = ty == "i64" || ty == "f64";
+      std::string peer = mapa(w.assign("llvm.ptrtoint " + mine + " : !llvm.ptr<3> to i32"));
+      std::string v = value;
+      if (ty == "f32") v = w.assign("arith.bitcast " + v + " : f32 to i32");
+      if (ty == "f64") v = w.assign("arith.bitcast " + v + " : f64 to i64");
+      w.line(std::string("llvm.inline_asm has_side_effects \"st.async.shared::cluster.mbarrier::complete_tx::bytes.") +
+             (wide ? "b64" : "b32") + " [$0], $1, [$2];\", \"r," + (wide ? "l" : "r") + ",r,~{memory}\" " + peer + ", " + v +
+             ", " + bar + " : (i32, " + (wide ? "i64" : "i32") + ", i32) -> ()");
+    });
     w.dedent();
     w.line("}");
     w.line("llvm.inline_asm has_side_effects \"{ .reg .pred p; kiln_xchg_wait: mbarrier.try_wait.parity.acquire.cluster."
            "shared::cta.b64 p, [$0], $1; @!p bra kiln_xchg_wait; }\", \"r,r,~{memory}\" " + ct.mbarHere + ", " +
            ct.parity + " : (i32, i32) -> ()");
   } else {
-  w.line("scf.if " + pusher + " {");
-  w.indent();
-  for (size_t k = 0; k < accs.size(); ++k)
-    for (size_t i = 0; i < accs[k]->types.size(); ++i) {
-      const std::string& ty = accs[k]->types[i];
-      std::string mine = w.assign("llvm.getelementptr " + base[k][i] + "[" + ct.rank +
-                                  "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
+    // st.shared::cluster, then a cluster barrier. Only the pushers' warp
+    // (warp 0: threads 0..C-1) arrives with release semantics, which makes
+    // its pushes visible to the peers that wait; a release waits for the
+    // warp's earlier global stores (the previous row's output) too, so the
+    // other warps arrive relaxed instead of each waiting for its own stores.
+    w.line("scf.if " + pusher + " {");
+    w.indent();
+    forEachPush([&](const std::string& mine, const std::string& value, const std::string& ty) {
       std::string peer = w.assign("nvvm.mapa " + mine + ", " + ct.tid + " : !llvm.ptr<3> -> !llvm.ptr<7>");
-      w.line("llvm.store " + s[k][i] + ", " + peer + " {alignment = " + std::to_string(ty == "i64" ? 8 : 4) +
-             " : i64} : " + ty + ", !llvm.ptr<7>");
-    }
-  w.dedent();
-  w.line("}");
-  // Only the pushers' warp (warp 0: threads 0..C-1) arrives with release
-  // semantics, which makes its pushes visible to the peers that wait; a
-  // release waits for the warp's earlier global stores (the previous row's
-  // output) too, so the other warps arrive relaxed instead of each waiting
-  // for its own stores to drain.
-  std::string w0 = w.assign("arith.cmpi ult, " + ct.tid + ", " + w.integer(32, "i32") + " : i32");
-  w.line("scf.if " + w0 + " {");
-  w.indent();
-  w.line("nvvm.cluster.arrive {aligned}");
-  w.dedent();
-  w.line("} else {");
-  w.indent();
-  w.line("nvvm.cluster.arrive.relaxed {aligned}");
-  w.dedent();
-  w.line("}");
-  w.line("nvvm.cluster.wait {aligned}");
+      w.line("llvm.store " + value + ", " + peer + " {alignment = " + std::to_string(ty == "i64" ? 8 : 4) + " : i64} : " +
+             ty + ", !llvm.ptr<7>");
+    });
+    w.dedent();
+    w.line("}");
+    std::string w0 = w.assign("arith.cmpi ult, " + ct.tid + ", " + w.integer(32, "i32") + " : i32");
+    w.line("scf.if " + w0 + " {");
+    w.indent();
+    w.line("nvvm.cluster.arrive {aligned}");
+    w.dedent();
+    w.line("} else {");
+    w.indent();
+    w.line("nvvm.cluster.arrive.relaxed {aligned}");
+    w.dedent();
+    w.line("}");
+    w.line("nvvm.cluster.wait {aligned}");
   }
   std::string from = w.assign("arith.andi " + ct.lane32 + ", " + w.integer(C - 1, "i32") + " : i32");
   std::vector<std::vector<std::string>> out;

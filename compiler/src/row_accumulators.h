@@ -81,8 +81,10 @@ struct ClusterThreads {
 // exchange for all): each component takes C entries of the exchange region
 // (from `entries` on, which it advances); threads 0..C-1 push the block's
 // states into entry [rank] of every peer's shared memory
-// (st.shared::cluster through mapa), a cluster barrier (release /
-// acquire), then lane l of every warp reads entry (l mod C) of its own
+// (st.shared::cluster through mapa, then a cluster barrier: release from
+// the pushers' warp, relaxed from the others, acquire; or, with mbarHere,
+// st.async completing on the peer's mbarrier, which every thread waits
+// on), then lane l of every warp reads entry (l mod C) of its own
 // shared memory and a butterfly over C lanes merges them (merges are
 // commutative), so every thread of every block of the row gets the same
 // bits. The caller keeps entries from being reused while a peer may still
