@@ -233,7 +233,9 @@ class RowEmitter {
   std::map<std::string, std::pair<int64_t, int64_t>> staged_;
   int64_t stagedBytes_ = 0;
   std::map<std::string, std::string> stagedPtr_;
-  bool stagedAccess(const Access& a) const;
+  bool stagedAccess(const Access& a) const;  // a 16-byte vector access that differs between rows
+  bool perRowAccess(const Access& a) const;
+  bool vector16Access(const Access& a) const;
   void planStaging();
   void emitStaging(MlirWriter& w, const std::string& base);
   std::string rowPtrFor(MlirWriter& w, const std::string& r, const Access& a, DType dt);
@@ -245,6 +247,7 @@ class RowEmitter {
   void emitPrefetchStart(MlirWriter& w, const std::string& base, const std::string& r0, const std::string& rows);
   void emitPrefetchNext(MlirWriter& w, const std::string& next, const std::string& rows);
   void emitThreadCopies(MlirWriter& w, const std::vector<std::string>& srcs);
+  void forThreadVectors(MlirWriter& w, const std::function<void(const std::string&, bool)>& each);
   std::string prefetchMb_;     // the prefetch form's mbarrier (i32 shared address)
   // config evict: the L2 eviction priority of this pass's row loads
   // ("evict_last", "evict_first"; empty: no hint).
@@ -608,6 +611,20 @@ bool RowEmitter::vectorAccess(const Access& a) const {
   return true;
 }
 
+namespace {
+// The four i32 results of an inline asm (a struct) as a vector of type `vt`
+// (16 bytes).
+std::string wordsAsVector(MlirWriter& w, const std::string& s4, const std::string& vt) {
+  std::string v4 = w.assign("llvm.mlir.poison : vector<4xi32>");
+  for (int i = 0; i < 4; ++i) {
+    std::string e = w.assign("llvm.extractvalue " + s4 + "[" + std::to_string(i) + "] : !llvm.struct<(i32, i32, i32, i32)>");
+    v4 = w.assign("llvm.insertelement " + e + ", " + v4 + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
+  }
+  return w.assign("llvm.bitcast " + v4 + " : vector<4xi32> to " + vt);
+}
+
+}  // namespace
+
 std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot, int lane) {
   const std::string st = storageType(dt);
   std::string p = rowPtr(a, dt);
@@ -656,12 +673,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
                                   ".b64 kiln_pol, 1.0; " + ld + ".v4.b32 {$0, $1, $2, $3}, [$4], "
                                   "kiln_pol; }\", \"=r,=r,=r,=r,l\" " + q +
                                   " : (!llvm.ptr<1>) -> !llvm.struct<(i32, i32, i32, i32)>");
-        std::string v4 = w.assign("llvm.mlir.poison : vector<4xi32>");
-        for (int i = 0; i < 4; ++i) {
-          std::string e = w.assign("llvm.extractvalue " + s4 + "[" + std::to_string(i) + "] : !llvm.struct<(i32, i32, i32, i32)>");
-          v4 = w.assign("llvm.insertelement " + e + ", " + v4 + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
-        }
-        vec = w.assign("llvm.bitcast " + v4 + " : vector<4xi32> to " + vt);
+        vec = wordsAsVector(w, s4, vt);
       } else {
         vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) + " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> " + vt);
       }
@@ -847,12 +859,7 @@ void RowEmitter::reholdNarrow(MlirWriter& w, int pass) {
                               "mov.b32 $3, $7; // kiln: held row, pass " + std::to_string(pass) +
                               "\", \"=r,=r,=r,=r,r,r,r,r\" " + in[0] + ", " + in[1] + ", " + in[2] + ", " + in[3] +
                               " : (i32, i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32)>");
-    std::string v4 = w.assign("llvm.mlir.poison : vector<4xi32>");
-    for (int i = 0; i < 4; ++i) {
-      std::string e = w.assign("llvm.extractvalue " + s4 + "[" + std::to_string(i) + "] : !llvm.struct<(i32, i32, i32, i32)>");
-      v4 = w.assign("llvm.insertelement " + e + ", " + v4 + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
-    }
-    vec = w.assign("llvm.bitcast " + v4 + " : vector<4xi32> to " + vt);
+    vec = wordsAsVector(w, s4, vt);
   }
 }
 
@@ -1204,13 +1211,19 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
   }
 }
 
-bool RowEmitter::stagedAccess(const Access& a) const {
-  if (!vectorAccess(a) || !(a.strides[k_ - 1] == Poly::constant(1))) return false;
-  if (vector_ * dtypeSize(g_.node(a.node).dtype) != 16) return false;  // 16-byte aligned rows
+// Whether access `a` reads different values for different rows.
+bool RowEmitter::perRowAccess(const Access& a) const {
   for (int j = 0; j + 1 < k_; ++j)
-    if (!a.strides[j].isZero() && !isUnit(dom_[j])) return true;  // differs between rows
+    if (!a.strides[j].isZero() && !isUnit(dom_[j])) return true;
   return false;
 }
+
+// Contiguous 16-byte vectors along the row.
+bool RowEmitter::vector16Access(const Access& a) const {
+  return vectorAccess(a) && a.strides[k_ - 1] == Poly::constant(1) && vector_ * dtypeSize(g_.node(a.node).dtype) == 16;
+}
+
+bool RowEmitter::stagedAccess(const Access& a) const { return vector16Access(a) && perRowAccess(a); }
 
 // Which accesses the staged and prefetch forms copy, and where: an 8-byte
 // mbarrier (16 bytes reserved), then each row (in a cluster, the block's
@@ -1248,11 +1261,7 @@ void RowEmitter::planResident() {
   vector_ = cfg_.vector;
   const int64_t N = dom_[k_ - 1].size / cfg_.cluster;
   for (const auto& [key, a] : accesses_) {
-    if (a.strides[k_ - 1].isZero() || !vectorAccess(a) || !(a.strides[k_ - 1] == Poly::constant(1))) continue;
-    if (vector_ * dtypeSize(g_.node(a.node).dtype) != 16) continue;
-    bool perRow = false;
-    for (int j = 0; j + 1 < k_; ++j) perRow = perRow || (!a.strides[j].isZero() && !isUnit(dom_[j]));
-    if (perRow) continue;
+    if (!vector16Access(a) || perRowAccess(a)) continue;
     const int64_t bytes = (N * dtypeSize(g_.node(a.node).dtype) + 15) / 16 * 16;
     if (residentBytes_ + bytes > kMaxResidentBytes) continue;
     resident_[key] = residentBytes_;
@@ -1360,30 +1369,39 @@ void RowEmitter::emitStaging(MlirWriter& w, const std::string& base) {
 // columns it holds: t * V + j * T * V), from `srcs` (copySources) into the
 // staged rows, one cp.async each (L2 only: .cg).
 void RowEmitter::emitThreadCopies(MlirWriter& w, const std::vector<std::string>& srcs) {
-  const int64_t N = dom_[k_ - 1].size / cfg_.cluster;
-  const int64_t per = static_cast<int64_t>(cfg_.threadsPerRow) * vector_;
-  std::string tv = w.assign("arith.muli " + t_ + ", " + w.integer(vector_, "i32") + " : i32");
   size_t i = 0;
   for (const auto& [key, at] : staged_) {
     const std::string st = storageType(g_.node(accesses_.at(key).node).dtype);
     const std::string& src = srcs.at(i++);
-    for (int64_t j = 0; j * per < N; ++j) {
-      std::string col = j ? w.assign("arith.addi " + tv + ", " + w.integer(j * per, "i32") + " : i32") : tv;
-      const bool partial = (j + 1) * per > N;
-      if (partial) {
-        w.line("scf.if " + w.assign("arith.cmpi ult, " + col + ", " + w.integer(N, "i32") + " : i32") + " {");
-        w.indent();
-      }
+    forThreadVectors(w, [&](const std::string& col, bool) {
       std::string d = w.assign("llvm.getelementptr inbounds " + stagedPtr_.at(key) + "[" + col +
                                "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, " + st);
       std::string d32 = w.assign("llvm.ptrtoint " + d + " : !llvm.ptr<3> to i32");
       std::string q = w.assign("llvm.getelementptr inbounds " + src + "[" + col + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
       w.line("llvm.inline_asm has_side_effects \"cp.async.cg.shared.global [$0], [$1], 16;\", \"r,l,~{memory}\" " + d32 +
              ", " + q + " : (i32, !llvm.ptr<1>) -> ()");
-      if (partial) {
-        w.dedent();
-        w.line("}");
-      }
+    });
+  }
+}
+
+// This thread's 16-byte vectors of the block's part of a row, the columns
+// it holds (t * V + j * T * V): `each(col, partial)` runs for each, a
+// partial last one under a guard (col < N).
+void RowEmitter::forThreadVectors(MlirWriter& w, const std::function<void(const std::string&, bool)>& each) {
+  const int64_t N = dom_[k_ - 1].size / cfg_.cluster;
+  const int64_t per = static_cast<int64_t>(cfg_.threadsPerRow) * vector_;
+  std::string tv = w.assign("arith.muli " + t_ + ", " + w.integer(vector_, "i32") + " : i32");
+  for (int64_t j = 0; j * per < N; ++j) {
+    std::string col = j ? w.assign("arith.addi " + tv + ", " + w.integer(j * per, "i32") + " : i32") : tv;
+    const bool partial = (j + 1) * per > N;
+    if (partial) {
+      w.line("scf.if " + w.assign("arith.cmpi ult, " + col + ", " + w.integer(N, "i32") + " : i32") + " {");
+      w.indent();
+    }
+    each(col, partial);
+    if (partial) {
+      w.dedent();
+      w.line("}");
     }
   }
 }
@@ -1641,9 +1659,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     std::string base = smem_;
     smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(residentBytes_) +
                        "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
-    const int64_t N = nd.size / cfg_.cluster;
-    const int64_t per = static_cast<int64_t>(T) * vector_;
-    std::string tv = pre.assign("arith.muli " + t_ + ", " + pre.integer(vector_, "i32") + " : i32");
     std::string zero = pre.integer(0, "i64");
     for (const auto& [key, off] : resident_) {
       const Access& a = accesses_.at(key);
@@ -1657,24 +1672,13 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       // The whole vectors' loads first, all in flight at once, then their
       // stores; a partial last vector under its own guard.
       std::vector<std::pair<std::string, std::string>> whole;  // value, shared pointer
-      for (int64_t j = 0; j * per < N; ++j) {
-        std::string col = j ? pre.assign("arith.addi " + tv + ", " + pre.integer(j * per, "i32") + " : i32") : tv;
-        const bool partial = (j + 1) * per > N;
-        if (partial) {
-          pre.line("scf.if " + pre.assign("arith.cmpi ult, " + col + ", " + pre.integer(N, "i32") + " : i32") + " {");
-          pre.indent();
-        }
+      forThreadVectors(pre, [&](const std::string& col, bool partial) {
         std::string q = pre.assign("llvm.getelementptr inbounds " + src + "[" + col + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
         std::string v = pre.assign("llvm.load " + q + " {alignment = 16 : i64, invariant} : !llvm.ptr<1> -> " + vt);
         std::string d = pre.assign("llvm.getelementptr inbounds " + dst + "[" + col + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, " + st);
-        if (partial) {
-          pre.line("llvm.store " + v + ", " + d + " {alignment = 16 : i64} : " + vt + ", !llvm.ptr<3>");
-          pre.dedent();
-          pre.line("}");
-        } else {
-          whole.emplace_back(v, d);
-        }
-      }
+        if (partial) pre.line("llvm.store " + v + ", " + d + " {alignment = 16 : i64} : " + vt + ", !llvm.ptr<3>");
+        else whole.emplace_back(v, d);
+      });
       for (const auto& [v, d] : whole)
         pre.line("llvm.store " + v + ", " + d + " {alignment = 16 : i64} : " + vt + ", !llvm.ptr<3>");
     }
@@ -1707,11 +1711,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // between rows: the others (weights, biases) are loaded where they are
     // used, after the barriers, and not as invariant loads (see
     // loadFlags_), which LLVM would hoist out of the loop.
-    auto perRow = [&](const Access& a) {
-      for (int j = 0; j + 1 < k_; ++j)
-        if (!a.strides[j].isZero() && !isUnit(dom_[j])) return true;
-      return false;
-    };
     // Prefetch: the row's copy has landed (this phase of the mbarrier); once
     // every thread holds its values, the next row's copy starts.
     if (prefetching) emitWait(row, prefetchMb_, row.assign("arith.trunci " + halfBitOf() + " : i64 to i32"));
@@ -1728,7 +1727,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // 16-byte loads only).
     if (cfg_.evict && !asTail_) evictHint_ = "evict_first";
     for (const auto& [key, a] : accesses_)
-      if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRow(a)))
+      if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRowAccess(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
     evictHint_.clear();
     if (prefetching)
@@ -1746,7 +1745,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     auto preload = [&](int j) {
       if (j >= chunks) return;
       for (const auto& [key, a] : accesses_)
-        if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && !perRow(a) && !residentPtr_.count(key))
+        if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && !perRowAccess(a) && !residentPtr_.count(key))
           (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
     };
     for (int j = 0; j < chunks && !fullOutputs_.empty(); ++j) {
