@@ -115,6 +115,25 @@ std::vector<Case> allCases() {
   }
   cs.push_back({Kind::Control, 32768, 4096, DType::BF16});
   cs.push_back({Kind::Control, 64, 4096, DType::F32, true});
+  // KILN_BENCH_ROWS="FROM:TO[,FROM:TO...]": every case of FROM rows runs
+  // with TO rows instead (an experiment's knob: how the row count against
+  // the GPU's waves moves a schedule; the names say the rows run).
+  if (const char* env = std::getenv("KILN_BENCH_ROWS")) {
+    std::string spec = env;
+    size_t pos = 0;
+    while (pos < spec.size()) {
+      size_t end = spec.find(',', pos);
+      if (end == std::string::npos) end = spec.size();
+      std::string item = spec.substr(pos, end - pos);
+      size_t colon = item.find(':');
+      if (colon == std::string::npos) throw Error("KILN_BENCH_ROWS: '" + item + "' is not FROM:TO");
+      int64_t from = std::stoll(item.substr(0, colon)), to = std::stoll(item.substr(colon + 1));
+      if (to < 1) throw Error("KILN_BENCH_ROWS: '" + item + "' asks for fewer than one row");
+      for (Case& c : cs)
+        if (c.rows == from) c.rows = to;
+      pos = end + 1;
+    }
+  }
   return cs;
 }
 
