@@ -412,6 +412,40 @@ TEST_CASE("rows too long for one block split across a cluster on sm_90, never be
   }
 }
 
+// A softmax's exps, exp(x - max(x)), are the hardware's approximation
+// (ex2.approx.ftz: one instruction) at every output dtype; a plain exp of an
+// f32 output stays libdevice's accurate one; 16-bit outputs take the
+// approximation everywhere, always in its ftz form.
+TEST_CASE("softmax's exps are one ex2.approx.ftz each at every dtype, other f32 exps accurate", "[compile][reduction]") {
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+    return n;
+  };
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (int64_t n : {4096, 32768}) {
+      Graph g;
+      g.output("y", softmax(g.input("x", dt, {Dim("N"), Dim(n)})));
+      compiler::CompiledGraph cg = compiler::compileGraph(g);
+      REQUIRE(cg.kernels.size() == 1);
+      checkKernelArtifacts(cg.kernels[0]);
+      const std::string& ptx = cg.kernels[0].ptx;
+      INFO(dtypeName(dt) << " rows of " << n << ", config " << cg.kernels[0].config);
+      CHECK(count(ptx, "ex2.approx.ftz.f32") > 0);
+      CHECK(count(ptx, "ex2.approx.f32") == 0);  // the form that keeps subnormal results
+      CHECK(count(ptx, "fma.rm.f32") == 0);      // libdevice expf's range reduction
+    }
+  }
+  // exp(x) * 2 of an f32 row, summed: not a softmax's exp, so accurate.
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {Dim("N"), Dim(4096)});
+  Tensor e = exp(x) * 2.0;
+  g.output("y", e / sum(e, {1}, true));
+  compiler::CompiledGraph cg = compiler::compileGraph(g);
+  REQUIRE(cg.kernels.size() == 1);
+  CHECK(count(cg.kernels[0].ptx, "fma.rm.f32") > 0);
+}
+
 // Held cluster rows of 262144 f32: softmax's output reuses the exps its sum
 // took (one exp per value, not two), and a row loop keeps the weights in
 // shared memory, copied once (config "resident", on by default).

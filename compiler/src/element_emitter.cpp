@@ -97,6 +97,20 @@ std::string storeConvert(MlirWriter& w, const std::string& value, DType t) {
   }
 }
 
+std::string approxExpF32(MlirWriter& w, const std::string& x) {
+  std::string s = w.assign("arith.mulf " + x + ", " + w.f32(1.4426950408889634) + " : f32");
+  return w.assign("llvm.inline_asm \"ex2.approx.ftz.f32 $0, $1;\", \"=f,f\" " + s + " : (f32) -> f32");
+}
+
+bool isSoftmaxExp(const Graph& g, int id) {
+  const Node& e = g.node(id);
+  if (e.op != Op::Exp || e.dtype != DType::F32) return false;
+  const Node& d = g.node(e.inputs[0]);
+  if (d.op != Op::Sub) return false;
+  const Node& m = g.node(d.inputs[1]);
+  return m.op == Op::Max && m.keepdim && m.inputs[0] == d.inputs[0] && m.dtype == DType::F32;
+}
+
 std::string emitConstant(MlirWriter& w, const Node& n) {
   if (isF(n.dtype)) return w.f32(n.fvalue);
   return w.integer(n.ivalue, computeType(n.dtype));
@@ -217,7 +231,7 @@ std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
         return w.assign("arith.select " + isNeg + ", " + negx + ", " + x + " : " + ty);
       }
     case Op::Exp:
-      if (options.approxTranscendentals) return w.assign("math.exp " + in(0, t) + " fastmath<afn> : f32");
+      if (options.approxTranscendentals) return approxExpF32(w, in(0, t));
       return unaryFloat(w, "math.exp", in(0, t));
     case Op::Exp2: return unaryFloat(w, "math.exp2", in(0, t));
     case Op::Log: return unaryFloat(w, "math.log", in(0, t));
@@ -237,8 +251,7 @@ std::string emitElementwise(MlirWriter& w, const Graph& g, const Node& n,
     case Op::Sigmoid: {
       std::string x = in(0, t);
       std::string nx = unaryFloat(w, "arith.negf", x);
-      std::string e = options.approxTranscendentals ? w.assign("math.exp " + nx + " fastmath<afn> : f32")
-                                                    : unaryFloat(w, "math.exp", nx);
+      std::string e = options.approxTranscendentals ? approxExpF32(w, nx) : unaryFloat(w, "math.exp", nx);
       std::string d = w.assign("arith.addf " + w.f32(1.0) + ", " + e + " : f32");
       return w.assign("arith.divf " + w.f32(1.0) + ", " + d + " : f32");
     }

@@ -35,6 +35,19 @@ std::string storeConvert(MlirWriter& w, const std::string& value, DType t);
 // The value of a Constant node, in its compute type.
 std::string emitConstant(MlirWriter& w, const Node& n);
 
+// exp(x) of an f32 value by the hardware's approximation: x * log2(e), then
+// ex2.approx.ftz.f32 (one MUFU instruction; relative error about 2^-22 plus
+// the rounding of x * log2(e)). The ftz form: results below 2^-126 are 0
+// (the plain form spends three more instructions per exp to keep them).
+std::string approxExpF32(MlirWriter& w, const std::string& x);
+
+// Whether node `id` is a softmax's exp: exp(a - max(a)) in f32, the max a
+// keepdim reduction of the same `a`. Its argument is never above 0 and its
+// values lie in [0, 1], where the approximate exp's error (about 1e-6
+// relative for arguments down to -20) is below f32's tolerance; row
+// schedules compute it with approxExpF32 for every output dtype.
+bool isSoftmaxExp(const Graph& g, int id);
+
 // Choices a schedule makes for the whole kernel.
 struct ElementOptions {
   // Use the hardware approximations of tanh (tanh.approx.f32, relative error

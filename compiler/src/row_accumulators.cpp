@@ -5,6 +5,8 @@
 #include <functional>
 #include <limits>
 
+#include "element_emitter.h"
+
 namespace kiln::compiler {
 
 namespace {
@@ -16,12 +18,10 @@ std::string shuffleXor(MlirWriter& w, const std::string& v, const std::string& t
 }  // namespace
 
 // The exps inside the online log-sum-exp statistic (the running sum and its
-// rescaling): ex2.approx (relative error ~2^-22 plus the rounding of
+// rescaling): approxExpF32 (relative error ~2^-22 plus the rounding of
 // x*log2(e)), well inside f32's tolerance for a sum of positive terms; the
 // accurate libdevice exp made cross-entropy compute-bound.
-std::string expF32(MlirWriter& w, const std::string& x) {
-  return w.assign("math.exp " + x + " fastmath<afn> : f32");
-}
+std::string expF32(MlirWriter& w, const std::string& x) { return approxExpF32(w, x); }
 
 namespace {
 // exp(mOld - mNew), exactly 1 when equal (so -inf - -inf is not NaN).

@@ -778,7 +778,9 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
       {
         std::vector<std::string> ops;
         for (size_t i = 0; i < n.inputs.size(); ++i) ops.push_back(value(c, n.inputs[i], operandFrame(g_, n, i, f), slot, lane));
-        v = emitElementwise(w, g_, n, ops, elementOptions_);
+        // A softmax's exp: the approximate exp whatever the outputs' dtype
+        // (isSoftmaxExp says why it is precise enough).
+        v = isSoftmaxExp(g_, id) ? approxExpF32(w, ops[0]) : emitElementwise(w, g_, n, ops, elementOptions_);
       }
       break;
   }
@@ -2168,14 +2170,22 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     // 4-7% (32768x4096 4.12 -> 3.94 TB/s, 1024x262144 4.31 -> 4.01) and bf16
     // gained 0.4-2.7%, which kiln's exported cubin under do_bench did not
     // confirm (3.57 TB/s at 4096x32768).
-    // Except a light row of 16-bit inputs long enough for 512 threads x 8
-    // vectors: one step per row, read once with evict_first (L1 and L2).
-    // Measured on the H200 (2026-12-01, session 10 calls 2 and 5, sum bf16
-    // 4096x32768, TB/s): 3.88, 3.87, 3.87 vs 3.70-3.80 at 128 x 4 (f32 sums
-    // and cross_entropy lose at 512 threads: 3.99-4.10, 2.1-2.9).
-    if (!heavy && rowInputs > 0 && narrow && smNumber(options.chip) >= 80 && N % (512 * 8 * c.vector) == 0) {
-      c.threadsPerRow = c.threads = 512;
-      c.unroll = 8;
+    // Except a light row of 16-bit inputs of at least 256 threads x 2
+    // vectors: read with evict_first (L1 and L2) in steps of a whole row up
+    // to 512 threads x 8 vectors (256 threads where 512 x 8 would pass the
+    // row's end). Measured on the H200 (TB/s; f32 sums and cross_entropy
+    // lose at 512 threads: 3.99-4.10, 2.1-2.9):
+    //   sum bf16 4096x32768, 512 x 8 (2026-12-01, session 10 calls 2, 5):
+    //     3.88, 3.87, 3.87 vs 3.70-3.80 at 128 x 4;
+    //   sum bf16 32768x4096, 256 x 2 (session 10 call 2, session 12 call 1):
+    //     3.97, 3.88, 3.97 vs 3.76 at 128 x 4 (256 x 1: 3.94; 256 x 4: 3.89-3.95;
+    //     512 threads: 3.54).
+    if (!heavy && rowInputs > 0 && narrow && smNumber(options.chip) >= 80 && N % (256 * 2 * c.vector) == 0) {
+      const int64_t t = N % (512 * 8 * c.vector) == 0 ? 512 : 256;
+      int u = 2;
+      while (u < 8 && N % (t * c.vector * u * 2) == 0) u *= 2;
+      c.threadsPerRow = c.threads = static_cast<int>(t);
+      c.unroll = u;
       c.evict = 1;
     }
     return c;
