@@ -446,30 +446,6 @@ TEST_CASE("softmax's exps are one ex2.approx.ftz each at every dtype, other f32 
   CHECK(count(cg.kernels[0].ptx, "fma.rm.f32") > 0);
 }
 
-// max_blocks caps the blocks per SM by padding the block's dynamic shared
-// memory: max_blocks of them fit in an sm_90 SM's 228 KiB (1 KiB reserved
-// per block), one more does not.
-TEST_CASE("config max_blocks pads shared memory so that one more block does not fit an SM", "[compile][reduction]") {
-  Graph g;
-  g.output("y", softmax(g.input("x", DType::F32, {Dim("N"), Dim(4096)})));
-  const int64_t perSM = 228 * 1024, reserved = 1024;
-  compiler::CompiledGraph plain = compiler::compileGraph(g);
-  REQUIRE(plain.kernels.size() == 1);
-  CHECK(plain.kernels[0].launch.sharedBytes < 4096);
-  for (int m : {1, 2, 5, 8}) {
-    compiler::CompileOptions o;
-    o.rowConfigOverride = "{\"max_blocks\": " + std::to_string(m) + "}";
-    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
-    REQUIRE(cg.kernels.size() == 1);
-    checkKernelArtifacts(cg.kernels[0]);
-    CHECK_THAT(cg.kernels[0].config, Contains("\"max_blocks\": " + std::to_string(m)));
-    const int64_t s = cg.kernels[0].launch.sharedBytes + reserved;
-    INFO("max_blocks " << m << ": " << s << " bytes per block with the reserved KiB");
-    CHECK(m * s <= perSM);
-    CHECK((m + 1) * s > perSM);
-  }
-}
-
 // Held cluster rows of 262144 f32: softmax's output reuses the exps its sum
 // took (one exp per value, not two), and a row loop keeps the weights in
 // shared memory, copied once (config "resident", on by default).

@@ -24,7 +24,6 @@ std::string RowConfig::json() const {
                       : std::string()) +
          (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": " + std::to_string(prefetch) : std::string()) + (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) +
          (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) +
-         (maxBlocks > 0 ? ", \"max_blocks\": " + std::to_string(maxBlocks) : std::string()) +
          (resident ? "" : ", \"resident\": 0") + "}";
 }
 
@@ -2508,7 +2507,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
-                        "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; max_blocks: 0..32; resident: 0 or 1",
+                        "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -2520,7 +2519,6 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
                           else if (key == "prefetch" && v >= 0 && v <= 2) c.prefetch = static_cast<int>(v);
                           else if (key == "min_blocks" && v >= 0 && v <= 32) c.minBlocks = static_cast<int>(v);
-                          else if (key == "max_blocks" && v >= 0 && v <= 32) c.maxBlocks = static_cast<int>(v);
                           else if (key == "evict" && v >= 0 && v <= 2) c.evict = static_cast<int>(v);
                           else if (key == "resident" && (v == 0 || v == 1)) c.resident = v == 1;
                           else return false;
@@ -2582,17 +2580,7 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   }
   RowEmitter e(g, c);
   if (tail) e.setTail(tail, tailCounter);
-  RowKernel out = e.run(name, variants);
-  if (c.maxBlocks > 0) {
-    // An SM's shared memory and what it reserves per block (sm_80: 164 KiB,
-    // sm_86/89: 100 KiB, sm_90+: 228 KiB; 1 KiB per block): the block's
-    // dynamic shared memory padded so that max_blocks + 1 blocks do not fit.
-    const int64_t perSM = (sm >= 90 ? 228 : sm == 80 ? 164 : 100) * 1024, reserved = 1024;
-    const int64_t pad = perSM / (c.maxBlocks + 1) - reserved + 1;
-    int& shared = out.kernel.launch.sharedBytes;
-    if (shared < pad) shared = static_cast<int>(pad);
-  }
-  return out;
+  return e.run(name, variants);
 }
 
 }  // namespace kiln::compiler

@@ -69,16 +69,12 @@ struct RowConfig {
   // At least this many blocks per SM (0: no request): ptxas caps each
   // thread's registers so that they fit (nvvm.minctasm), spilling if it must.
   int minBlocks = 0;
-  // At most this many blocks per SM (0: no cap): the block's dynamic shared
-  // memory is padded so that one more would not fit (an SM's shared memory
-  // and the 1 KiB it reserves per block). Fewer rows in flight per SM.
-  int maxBlocks = 0;
   // Persistent form looping over rows (clusters, prefetch): the inputs
   // every row shares (weights, biases) are copied into shared memory once
   // per block, each thread its own columns, and read there by every row
   // (as many as fit in 200 KB), instead of from L2 in every row's last pass.
   bool resident = true;
-  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "min_blocks" and "max_blocks" only when set, "resident" only when 0
+  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict" and "min_blocks" only when set, "resident" only when 0
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
