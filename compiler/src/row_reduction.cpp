@@ -778,9 +778,16 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
       {
         std::vector<std::string> ops;
         for (size_t i = 0; i < n.inputs.size(); ++i) ops.push_back(value(c, n.inputs[i], operandFrame(g_, n, i, f), slot, lane));
-        // A softmax's exp: the approximate exp whatever the outputs' dtype
-        // (isSoftmaxExp says why it is precise enough).
-        v = isSoftmaxExp(g_, id) ? approxExpF32(w, ops[0]) : emitElementwise(w, g_, n, ops, elementOptions_);
+        // A softmax's exp in a held row: the approximate exp whatever the
+        // outputs' dtype (isSoftmaxExp says why it is precise enough). Not
+        // in the looped form with f32 outputs: there it measured slower than
+        // the accurate exp (H200, 2026-12-01, session 12 calls 2-4, softmax
+        // f32 32768x4096 at 256 x 4 with evict: 4.13-4.15 TB/s against
+        // 4.22-4.24; at 31 registers against 46 it ran 8 blocks per SM, not
+        // 5, but 5 by padded shared memory measured slower still, 3.97).
+        v = isSoftmaxExp(g_, id) && (cfg_.persistent || elementOptions_.approxTranscendentals)
+                ? approxExpF32(w, ops[0])
+                : emitElementwise(w, g_, n, ops, elementOptions_);
       }
       break;
   }
