@@ -182,8 +182,8 @@ struct KernelTuningInfo {
 };
 
 // The schedules' versions (stored with tuned configs).
-inline constexpr int kPointwiseScheduleVersion = 2;  // 2: one block per chunk without max_blocks runs straight-line (no grid-stride loop)
-inline constexpr int kRowReductionScheduleVersion = 7;  // 2: clusters, the picked-logit gather, per-step online softmax; 3: staged rows; 4: prefetched rows, min_blocks, evict (L2 hints), one fence per block in grid tails; 5: clusters of 16, looped parts in clusters, two-pass variance in hinted loops, short rows loop with hints; 6: hinted loads carry the L1 priority too, evict 2 (ld.global), held rows take evict_first, min_blocks caps only the widest entry; 7: held cluster rows keep their exps for the softmax output, row loops keep weights in shared memory (resident)
+inline constexpr int kPointwiseScheduleVersion = 3;  // 2: one block per chunk without max_blocks runs straight-line (no grid-stride loop); 3: 16-bit outputs' exps by ex2.approx.ftz
+inline constexpr int kRowReductionScheduleVersion = 8;  // 2: clusters, the picked-logit gather, per-step online softmax; 3: staged rows; 4: prefetched rows, min_blocks, evict (L2 hints), one fence per block in grid tails; 5: clusters of 16, looped parts in clusters, two-pass variance in hinted loops, short rows loop with hints; 6: hinted loads carry the L1 priority too, evict 2 (ld.global), held rows take evict_first, min_blocks caps only the widest entry; 7: held cluster rows keep their exps for the softmax output, row loops keep weights in shared memory (resident); 8: softmax exps by ex2.approx.ftz (f32 held rows too), light 16-bit rows of 4096 summed at 256 x 2 with evict
 inline constexpr int kMatmulScheduleVersion = 3;  // 3: grids count output tiles
 
 // Plans the graph and describes each kernel (milliseconds or less: no MLIR).
