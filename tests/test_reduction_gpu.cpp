@@ -228,6 +228,32 @@ TEST_CASE("softmax of rows holding -inf stays finite, and a fully -inf row gives
   runAndCheck(g, {.ranges = {{"x", {-4, 4}}}, .prepare = prepare, .relFloor = {{"softmax", 0}}});
 }
 
+// Softmax's approximate exps (ex2.approx.ftz: held rows at every dtype,
+// 16-bit outputs everywhere, every log-sum-exp statistic) over logits far
+// wider than the other tests draw: x in [-40, 40], so exp(x - max) reaches
+// e^-80 (still a normal f32), and rows moved by +1000 and -1000. Every
+// softmax value is compared relatively (no absolute floor): the
+// approximation's error, about 1e-6 relative, must stay inside f32's 2e-5.
+// Rows of 4096 (looped), 32768 (held) and 262144 (clusters).
+TEST_CASE("softmax and log_softmax of wide logits, rows moved by +-1000, match the reference relatively",
+          "[gpu][reduction]") {
+  test::requireGpu();
+  int64_t len = GENERATE(4096, 32768, 262144);
+  DType t = GENERATE(DType::F32, DType::BF16);
+  Graph g;
+  Tensor x = g.input("x", t, {4, len});
+  g.output("softmax", softmax(x));
+  g.output("log_softmax", log_softmax(x));
+  auto prepare = [len](EvalInputs& in) {
+    HostTensor& X = in.tensors.at("x");
+    for (int64_t j = 0; j < len; ++j) {
+      setAt(X, 1, j, X.get(1 * len + j) + 1000);
+      setAt(X, 2, j, X.get(2 * len + j) - 1000);
+    }
+  };
+  runAndCheck(g, {.ranges = {{"x", {-40, 40}}}, .prepare = prepare, .relFloor = {{"softmax", 0}}});
+}
+
 TEST_CASE("max, min, argmax and argmin propagate NaN like PyTorch: the arg ops give the first NaN's index",
           "[gpu][reduction]") {
   test::requireGpu();
