@@ -18,17 +18,16 @@ std::string shuffleXor(MlirWriter& w, const std::string& v, const std::string& t
 }  // namespace
 
 // The exps inside the online log-sum-exp statistic (the running sum and its
-// rescaling): approxExpF32 (relative error ~2^-22 plus the rounding of
+// rescaling) are approxExpF32's (relative error ~2^-22 plus the rounding of
 // x*log2(e)), well inside f32's tolerance for a sum of positive terms; the
 // accurate libdevice exp made cross-entropy compute-bound.
-std::string expF32(MlirWriter& w, const std::string& x) { return approxExpF32(w, x); }
 
 namespace {
 // exp(mOld - mNew), exactly 1 when equal (so -inf - -inf is not NaN).
 std::string scaleFor(MlirWriter& w, const std::string& mOld, const std::string& mNew) {
   std::string same = w.assign("arith.cmpf oeq, " + mOld + ", " + mNew + " : f32");
   std::string d = w.assign("arith.subf " + mOld + ", " + mNew + " : f32");
-  return w.assign("arith.select " + same + ", " + w.f32(1.0) + ", " + expF32(w, d) + " : f32");
+  return w.assign("arith.select " + same + ", " + w.f32(1.0) + ", " + approxExpF32(w, d) + " : f32");
 }
 }  // namespace
 
@@ -216,7 +215,7 @@ std::vector<std::string> accumulate(MlirWriter& w, const Acc& a, const std::vect
       std::string ms = w.assign("arith.select " + ninf + ", " + w.f32(0.0) + ", " + m + " : f32");
       std::string sum = w.assign("arith.mulf " + s[1] + ", " + scaleFor(w, s[0], m) + " : f32");
       for (int i = 0; i < n; ++i)
-        sum = w.assign("arith.addf " + sum + ", " + expF32(w, w.assign("arith.subf " + xs[i] + ", " + ms + " : f32")) +
+        sum = w.assign("arith.addf " + sum + ", " + approxExpF32(w, w.assign("arith.subf " + xs[i] + ", " + ms + " : f32")) +
                        " : f32");
       out = {m, sum};
       break;

@@ -94,7 +94,5 @@ struct ClusterThreads {
 std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vector<const Acc*>& accs,
                                                    const std::vector<std::vector<std::string>>& s,
                                                    const ClusterThreads& ct, int& entries);
-// exp for the online log-sum-exp statistic (ex2.approx based).
-std::string expF32(MlirWriter& w, const std::string& x);
 
 }  // namespace kiln::compiler

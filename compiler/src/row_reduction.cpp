@@ -785,9 +785,9 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
         // f32 32768x4096 at 256 x 4 with evict: 4.13-4.15 TB/s against
         // 4.22-4.24; at 31 registers against 46 it ran 8 blocks per SM, not
         // 5, but 5 by padded shared memory measured slower still, 3.97).
-        v = isSoftmaxExp(g_, id) && (cfg_.persistent || elementOptions_.approxTranscendentals)
-                ? approxExpF32(w, ops[0])
-                : emitElementwise(w, g_, n, ops, elementOptions_);
+        // (16-bit outputs: every exp is the approximate one anyway.)
+        v = cfg_.persistent && isSoftmaxExp(g_, id) ? approxExpF32(w, ops[0])
+                                                    : emitElementwise(w, g_, n, ops, elementOptions_);
       }
       break;
   }
@@ -920,7 +920,7 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
           heldExp_.maxNode = a.maxNode;
           heldExp_.threadMax = m;
           for (const std::string& x : xs)
-            heldExp_.es.push_back(expF32(w, w.assign("arith.subf " + x + ", " + shift + " : f32")));
+            heldExp_.es.push_back(approxExpF32(w, w.assign("arith.subf " + x + ", " + shift + " : f32")));
           states.push_back(crossThreadAcc(w, a, {m, fold(heldExp_.es, "arith.addf")}));
           continue;
         }
@@ -956,7 +956,7 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
     std::string ninf = w.assign("arith.cmpf oeq, " + m + ", " + w.f32(-INFINITY) + " : f32");
     std::string same = w.assign("arith.cmpf oeq, " + m + ", " + mx + " : f32");
     std::string e = w.assign("arith.select " + same + ", " + w.f32(1.0) + ", " +
-                             expF32(w, w.assign("arith.subf " + m + ", " + mx + " : f32")) + " : f32");
+                             approxExpF32(w, w.assign("arith.subf " + m + ", " + mx + " : f32")) + " : f32");
     heldExp_.scale = w.assign("arith.select " + ninf + ", " + w.assign("arith.subf " + mx + ", " + mx + " : f32") +
                               ", " + e + " : f32");
   }
