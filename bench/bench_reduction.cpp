@@ -15,6 +15,8 @@
 //                                   runs the harness without a reduction
 //   KILN_ROW_CONFIG='{"threads_per_row": 512, "persistent": 0}' bench_reduction ...
 //                                   every row kernel with that config (a sweep)
+//   KILN_BENCH_NOFLUSH=1 bench_reduction ...
+//                                   time without flushing the L2 between runs
 //   KILN_BENCH_TUNE=FILE bench_reduction ...
 //                                   also tune every case (recorded in FILE),
 //                                   then check and time the tuned kernel
@@ -624,7 +626,10 @@ bool runCase(const Case& c) {
     rt::BenchmarkOptions bo;
     bo.warmup = 10;
     bo.iters = 100;
-    bo.flushL2 = true;
+    // KILN_BENCH_NOFLUSH=1: no L2 flush between runs (an experiment's knob:
+    // the flush leaves the L2 full of dirty lines that the timed kernel's
+    // reads must write back; the names and JSON say "flushed": false).
+    bo.flushL2 = !std::getenv("KILN_BENCH_NOFLUSH");
     rt::BenchmarkResult r = rt::benchmark(launch, bo);
     double bytes = minBytes(g);
     double tbps = bytes / (r.medianUs * 1e-6) / 1e12;
@@ -632,6 +637,7 @@ bool runCase(const Case& c) {
     std::printf("%-40s kiln %zu kernel(s) %9.1f us (p95 %8.1f)  %.3f TB/s  %.3f of copy  %s\n", c.name().c_str(),
                 kernels.size(), r.medianUs, r.p95Us, tbps, ofCopy, ok ? "PASS" : "FAIL");
     j["bytes"] = bytes;
+    if (!bo.flushL2) j["flushed"] = false;
     j["median_us"] = r.medianUs;
     j["p95_us"] = r.p95Us;
     j["TBps"] = tbps;
