@@ -454,6 +454,39 @@ TEST_CASE("softmax's exps are one ex2.approx.ftz each where rows are held or 16-
   CHECK(count(cg.kernels[0].ptx, "fma.rm.f32") > 0);
 }
 
+// Welford trees where every thread holds the same count (a static row the
+// threads' vectors divide): the count is not shuffled (two components per
+// butterfly step, not three) and equal counts merge without a division.
+TEST_CASE("Welford trees of equal counts shuffle mean and M2 only", "[compile][reduction]") {
+  auto vectorEntry = [](const std::string& ptx) {
+    size_t a = ptx.find(".entry kiln_row0_v");
+    size_t b = ptx.find(".entry", a + 1);
+    return ptx.substr(a, b == std::string::npos ? std::string::npos : b - a);
+  };
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+    return n;
+  };
+  // A plain loop (no hints: Welford, not two passes) over 256 threads:
+  // five butterfly steps in the warp, then the warps' partials in order.
+  compiler::CompileOptions o;
+  o.rowConfigOverride = R"({"persistent": 0, "evict": 0, "threads_per_row": 256, "threads": 256})";
+  for (int64_t n : {4096, 4100}) {
+    Graph g;
+    Tensor x = g.input("x", DType::F32, {Dim("N"), Dim(n)});
+    g.output("y", layernorm(x, g.input("w", DType::F32, {Dim(n)}), g.input("b", DType::F32, {Dim(n)})));
+    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    REQUIRE(cg.kernels.size() == 1);
+    checkKernelArtifacts(cg.kernels[0]);
+    INFO("rows of " << n << ", config " << cg.kernels[0].config);
+    const std::string v = vectorEntry(cg.kernels[0].ptx);
+    // 4096 = 256 threads x 4-vectors x 4: equal counts; 4100: the last
+    // step's columns are inside the row for some threads only.
+    CHECK(count(v, "shfl.sync.bfly") == (n == 4096 ? 2u : 3u) * 5);
+  }
+}
+
 // Held cluster rows of 262144 f32: softmax's output reuses the exps its sum
 // took (one exp per value, not two), and a row loop keeps the weights in
 // shared memory, copied once (config "resident", on by default).

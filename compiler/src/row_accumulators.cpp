@@ -129,6 +129,21 @@ std::vector<std::string> merge(MlirWriter& w, const Acc& a, const std::vector<st
               w.assign("arith.select " + b + ", " + y[1] + ", " + x[1] + " : i32")};
     }
     case AccKind::Welford: {
+      if (x[0] == y[0]) {
+        // Equal counts (the same value: Acc::equalCounts): n = 2 n_x, the
+        // mean halfway, M2 = M2_x + M2_y + d^2 n_x / 2. Symmetric in x and
+        // y bit for bit ((y - x)^2 = (x - y)^2), so butterfly trees leave
+        // every lane the same state without ordering the operands.
+        std::string n = w.assign("arith.addf " + x[0] + ", " + y[0] + " : f32");
+        std::string mean = w.assign("arith.mulf " + w.assign("arith.addf " + x[1] + ", " + y[1] + " : f32") + ", " +
+                                    w.f32(0.5) + " : f32");
+        std::string d = w.assign("arith.subf " + y[1] + ", " + x[1] + " : f32");
+        std::string t = w.assign("arith.mulf " + w.assign("arith.mulf " + d + ", " + d + " : f32") + ", " +
+                                 w.assign("arith.mulf " + x[0] + ", " + w.f32(0.5) + " : f32") + " : f32");
+        std::string m2 = w.assign("arith.addf " + w.assign("arith.addf " + x[2] + ", " + y[2] + " : f32") + ", " + t +
+                                  " : f32");
+        return {n, mean, m2};
+      }
       // Operands in a canonical order (by count, then mean), so that
       // merge(x, y) and merge(y, x) give the same bits: butterfly trees
       // then leave every lane with the same state.
@@ -258,9 +273,11 @@ std::string shuffleXor(MlirWriter& w, const std::string& v, const std::string& t
 std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<std::string> s, const RowThreads& rt,
                                      int& slot) {
   const int T = rt.threadsPerRow;
+  // Acc::equalCounts: a partner's count is this thread's own.
   for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) {
     std::vector<std::string> o;
-    for (size_t i = 0; i < s.size(); ++i) o.push_back(shuffleXor(w, s[i], a.types[i], off));
+    for (size_t i = 0; i < s.size(); ++i)
+      o.push_back(a.equalCounts && i == 0 ? s[0] : shuffleXor(w, s[i], a.types[i], off));
     s = merge(w, a, s, o);
   }
   if (T <= 32) return s;
@@ -284,6 +301,10 @@ std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<st
   if (rt.butterflyRead) {
     std::string from = W == 32 ? rt.lane32 : w.assign("arith.andi " + rt.lane32 + ", " + w.integer(W - 1, "i32") + " : i32");
     for (size_t i = 0; i < s.size(); ++i) {
+      if (a.equalCounts && i == 0) {
+        acc.push_back(s[0]);  // every warp's count is this warp's
+        continue;
+      }
       std::string idx = w.assign("arith.addi " + from + ", " + w.integer(slots[i] * W, "i32") + " : i32");
       std::string p = w.assign("llvm.getelementptr " + rt.smem + "[" + idx + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
       acc.push_back(w.assign("llvm.load " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
@@ -291,7 +312,8 @@ std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<st
     }
     for (int off = W / 2; off >= 1; off /= 2) {
       std::vector<std::string> o;
-      for (size_t i = 0; i < acc.size(); ++i) o.push_back(shuffleXor(w, acc[i], a.types[i], off));
+      for (size_t i = 0; i < acc.size(); ++i)
+        o.push_back(a.equalCounts && i == 0 ? acc[0] : shuffleXor(w, acc[i], a.types[i], off));
       acc = merge(w, a, acc, o);
     }
     return acc;
@@ -304,6 +326,7 @@ std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<st
       part.push_back(w.assign("llvm.load " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
                               " : i64} : !llvm.ptr<3> -> " + a.types[i]));
     }
+    if (a.equalCounts) part[0] = s[0];  // every warp's count is this warp's
     acc = acc.empty() ? part : merge(w, a, acc, part);
   }
   return acc;
@@ -400,6 +423,11 @@ std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vec
   std::vector<std::vector<std::string>> out;
   for (size_t k = 0; k < accs.size(); ++k) {
     std::vector<std::string> acc;
+    // Acc::equalCounts: every block's count is this block's, but the blocks
+    // still exchange theirs (their merges keep the division): with its own
+    // count here, layernorm's vector entry at 1024x262144 (clusters of 8 x
+    // 512 threads, a row loop, weights in shared memory) spilled 32 bytes at
+    // 128 registers (ptxas); with the counts exchanged it does not.
     for (size_t i = 0; i < accs[k]->types.size(); ++i) {
       const std::string& ty = accs[k]->types[i];
       std::string p = w.assign("llvm.getelementptr " + base[k][i] + "[" + from +

@@ -30,6 +30,12 @@ struct Acc {
   // gives the mean, then SqDev sums the squared deviations from it.
   int meanAcc = -1;                // SqDev: index of its hidden sum in accs_
   int meanNode = -1;               // Welford: a mean node of the same operand it also gives
+  // Welford: every thread of a row accumulates the same number of values
+  // (a static row that the threads, vectors and cluster blocks divide), so
+  // a state received from another thread or block has this one's count:
+  // the trees use their own count instead (a constant where it is static)
+  // and merge equal counts in the symmetric form, without a division.
+  bool equalCounts = false;
 };
 
 // How a row's threads are laid out, for the cross-thread tree.

@@ -442,6 +442,13 @@ void RowEmitter::buildAccumulators() {
       a.meanAcc = static_cast<int>(accs_.size()) - 1;
     }
     if (a.kind == AccKind::Welford && twoPassVariance()) a.kind = AccKind::SqDev;
+    // Every thread of the row accumulates the same number of values: the
+    // row is static and the threads' vectors (and the cluster's blocks)
+    // divide it, so each step's columns are inside the row for all threads
+    // or for none.
+    if (a.kind == AccKind::Welford && !asTail_ && dom_[k_ - 1].isStatic() &&
+        dom_[k_ - 1].size % (static_cast<int64_t>(cfg_.threadsPerRow) * cfg_.vector * cfg_.cluster) == 0)
+      a.equalCounts = true;
     if (auto it = lsePartner.find(id); it != lsePartner.end()) {
       a.kind = AccKind::Lse;
       a.maxNode = it->second;
