@@ -15,9 +15,6 @@ ArgPacker::ArgPacker(KernelSignature signature) : sig_(std::move(signature)) {
   if (sig_.tensors.size() > 64)
     fail("has " + std::to_string(sig_.tensors.size()) + " tensors; kiln supports at most 64");
   numParams_ = sig_.numParams();
-  slotsArePacked_ = numParams_ > 0;
-  for (const ScalarParam& sp : sig_.scalars)
-    if (dtypeSize(sp.dtype) != sizeof(uint64_t)) slotsArePacked_ = false;
   if (numParams_ > ArgBlock::kMaxParams)
     fail("has " + std::to_string(numParams_) + " parameters; kiln supports at most " +
          std::to_string(ArgBlock::kMaxParams));
@@ -213,7 +210,6 @@ void ArgPacker::packPointers(ArgBlock& out, const TensorView* const* tensors, si
   out.numTensors_ = T;
   out.addressBits_ = addressBits;
   out.misaligned_ = misaligned;
-  out.packed_ = slotsArePacked_;
 }
 
 bool ArgBlock::samePacking(const ArgBlock& other) const {

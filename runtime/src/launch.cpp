@@ -82,24 +82,7 @@ void launch(const Function& fn, const LaunchConfig& c, void** params) {
 }
 
 void launch(const Function& fn, const LaunchConfig& c, const ArgBlock& args) {
-  // Every parameter 8 bytes and no cluster: the slots go to the driver as
-  // one parameter buffer, which it copies whole instead of following a
-  // pointer per parameter (raw cuLaunchKernel measured 0.04-0.1 us less
-  // per launch that way on the H200's host, bench_pointwise's launch case).
-  const void* buffer = args.packedParams();
-  if (!buffer || hasCluster(c)) {
-    launch(fn, c, args.params());
-    return;
-  }
-  if ((c.grid.x == 0) | (c.grid.y == 0) | (c.grid.z == 0)) return;
-  const Driver& d = driver();
-  size_t bytes = args.packedBytes();
-  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(buffer), CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
-                   CU_LAUNCH_PARAM_END};
-  const CUresult r = d.launchKernel(fn.handle(), c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
-                                    c.sharedBytes, static_cast<CUstream>(c.stream), nullptr, extra);
-  if (r != CUDA_SUCCESS) [[unlikely]]
-    launchFailed(d, fn, c, args.params(), r);
+  launch(fn, c, args.params());
 }
 
 }  // namespace kiln::rt

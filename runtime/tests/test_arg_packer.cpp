@@ -345,49 +345,6 @@ TEST_CASE("scalars are converted to their dtype, and refused when they do not fi
   }
 }
 
-TEST_CASE("a block of 8-byte parameters is also the kernel's parameter buffer; narrower scalars are not") {
-  SECTION("pointers, dims and an i64 scalar") {
-    KernelSignature s;
-    s.kernel = "wide";
-    s.tensors = {{"x", DType::F32, {"N", 64}}, {"y", DType::F32, {"N", 64}, /*isOutput=*/true}};
-    s.dims = {{"N"}};
-    s.scalars = {{"seed", DType::I64}};
-    const ArgPacker packer(s);
-    ArgBlock args;
-    const TensorView views[] = {TensorView(fakePtr(kX), DType::F32, {8, 64}), TensorView(fakePtr(kY), DType::F32, {8, 64})};
-    const std::vector<ScalarArg> scalars{ScalarArg(int64_t(-5))};
-    packer.pack(args, views, {}, scalars);
-    REQUIRE(args.size() == 4);
-    REQUIRE(args.packedParams() != nullptr);
-    CHECK(args.packedBytes() == 32);
-    // The buffer holds each parameter at offset 8 i, as the kernel's
-    // parameter space lays out 8-byte parameters.
-    const auto* buffer = static_cast<const unsigned char*>(args.packedParams());
-    for (size_t i = 0; i < args.size(); ++i) {
-      uint64_t v;
-      std::memcpy(&v, buffer + 8 * i, 8);
-      CHECK(v == args.slot(i));
-      CHECK(std::memcmp(args.params()[i], buffer + 8 * i, 8) == 0);
-    }
-    CHECK(args.slot(3) == static_cast<uint64_t>(int64_t(-5)));
-  }
-  SECTION("an f32 or i32 scalar packs narrower than its slot: kernelParams only") {
-    const ArgPacker packer(axpyRow());
-    ArgBlock args;
-    Launch l;
-    l.pack(packer, args);
-    CHECK(args.packedParams() == nullptr);
-  }
-  SECTION("no parameters at all: kernelParams only") {
-    KernelSignature s;
-    s.kernel = "empty";
-    const ArgPacker packer(s);
-    ArgBlock args;
-    packer.pack(args, std::span<const TensorView>());
-    CHECK(args.packedParams() == nullptr);
-  }
-}
-
 TEST_CASE("a signature too large for an ArgBlock is refused up front") {
   KernelSignature s;
   s.kernel = "wide";

@@ -78,12 +78,6 @@ class ArgBlock {
   // The 8-byte slot of parameter i (pointers and i64 fill it; smaller scalars
   // sit in its low bytes, the rest zero).
   uint64_t slot(size_t i) const { return slots_[i]; }
-  // The parameters as the kernel's parameter buffer (for cuLaunchKernel's
-  // CU_LAUNCH_PARAM_BUFFER_POINTER), when every parameter is 8 bytes (no
-  // scalar narrower than 64 bits), so the slots are that buffer's layout;
-  // null otherwise (launch with params()). packedBytes(): its size.
-  const void* packedParams() const { return packed_ ? slots_.data() : nullptr; }
-  size_t packedBytes() const { return size_ * sizeof(uint64_t); }
 
   // True when every tensor meets its parameter's vector alignment: launch
   // the vectorized variant.
@@ -107,7 +101,6 @@ class ArgBlock {
   size_t numTensors_ = 0;
   uint64_t addressBits_ = 0;  // OR of every tensor address
   uint64_t misaligned_ = 0;
-  bool packed_ = false;
 };
 
 // Launch arguments given by name. Building one allocates; it is the
@@ -194,7 +187,6 @@ class ArgPacker {
   std::vector<AxisRule> axes_;
   size_t numInputs_ = 0;
   size_t numParams_ = 0;
-  bool slotsArePacked_ = false;  // every parameter 8 bytes: ArgBlock::packedParams()
 };
 
 }  // namespace kiln::rt
