@@ -273,23 +273,25 @@ std::string shuffleXor(MlirWriter& w, const std::string& v, const std::string& t
 std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<std::string> s, const RowThreads& rt,
                                      int& slot) {
   const int T = rt.threadsPerRow;
-  // Acc::equalCounts: a partner's count is this thread's own.
+  // Acc::equalCounts: a partner's count (component 0) is this thread's own,
+  // so it neither travels (shuffles, shared memory) nor is read back.
+  auto travels = [&](size_t i) { return !(a.equalCounts && i == 0); };
+  auto received = [&](size_t i, const std::function<std::string()>& read) { return travels(i) ? read() : s[i]; };
   for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) {
     std::vector<std::string> o;
-    for (size_t i = 0; i < s.size(); ++i)
-      o.push_back(a.equalCounts && i == 0 ? s[0] : shuffleXor(w, s[i], a.types[i], off));
+    for (size_t i = 0; i < s.size(); ++i) o.push_back(received(i, [&] { return shuffleXor(w, s[i], a.types[i], off); }));
     s = merge(w, a, s, o);
   }
   if (T <= 32) return s;
   const int W = T / 32;
-  std::vector<int> slots;
+  std::vector<int> slots(s.size(), -1);
   std::string isLane0 = w.assign("arith.cmpi eq, " + rt.lane32 + ", " + w.integer(0, "i32") + " : i32");
   w.line("scf.if " + isLane0 + " {");
   w.indent();
   for (size_t i = 0; i < s.size(); ++i) {
-    int sl = slot++;
-    slots.push_back(sl);
-    std::string idx = w.assign("arith.addi " + rt.warp + ", " + w.integer(sl * W, "i32") + " : i32");
+    if (!travels(i)) continue;
+    slots[i] = slot++;
+    std::string idx = w.assign("arith.addi " + rt.warp + ", " + w.integer(slots[i] * W, "i32") + " : i32");
     std::string p = w.assign("llvm.getelementptr " + rt.smem + "[" + idx + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
     w.line("llvm.store " + s[i] + ", " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
            " : i64} : " + a.types[i] + ", !llvm.ptr<3>");
@@ -297,36 +299,33 @@ std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<st
   w.dedent();
   w.line("}");
   w.line("gpu.barrier");
+  auto load = [&](size_t i, const std::string& p) {
+    return w.assign("llvm.load " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) + " : i64} : !llvm.ptr<3> -> " +
+                    a.types[i]);
+  };
   std::vector<std::string> acc;
   if (rt.butterflyRead) {
     std::string from = W == 32 ? rt.lane32 : w.assign("arith.andi " + rt.lane32 + ", " + w.integer(W - 1, "i32") + " : i32");
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (a.equalCounts && i == 0) {
-        acc.push_back(s[0]);  // every warp's count is this warp's
-        continue;
-      }
-      std::string idx = w.assign("arith.addi " + from + ", " + w.integer(slots[i] * W, "i32") + " : i32");
-      std::string p = w.assign("llvm.getelementptr " + rt.smem + "[" + idx + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
-      acc.push_back(w.assign("llvm.load " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
-                             " : i64} : !llvm.ptr<3> -> " + a.types[i]));
-    }
+    for (size_t i = 0; i < s.size(); ++i)
+      acc.push_back(received(i, [&] {
+        std::string idx = w.assign("arith.addi " + from + ", " + w.integer(slots[i] * W, "i32") + " : i32");
+        return load(i, w.assign("llvm.getelementptr " + rt.smem + "[" + idx + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64"));
+      }));
     for (int off = W / 2; off >= 1; off /= 2) {
       std::vector<std::string> o;
       for (size_t i = 0; i < acc.size(); ++i)
-        o.push_back(a.equalCounts && i == 0 ? acc[0] : shuffleXor(w, acc[i], a.types[i], off));
+        o.push_back(travels(i) ? shuffleXor(w, acc[i], a.types[i], off) : acc[i]);
       acc = merge(w, a, acc, o);
     }
     return acc;
   }
   for (int j = 0; j < W; ++j) {
     std::vector<std::string> part;
-    for (size_t i = 0; i < s.size(); ++i) {
-      std::string p = w.assign("llvm.getelementptr " + rt.smem + "[" + std::to_string(slots[i] * W + j) +
-                               "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
-      part.push_back(w.assign("llvm.load " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) +
-                              " : i64} : !llvm.ptr<3> -> " + a.types[i]));
-    }
-    if (a.equalCounts) part[0] = s[0];  // every warp's count is this warp's
+    for (size_t i = 0; i < s.size(); ++i)
+      part.push_back(received(i, [&] {
+        return load(i, w.assign("llvm.getelementptr " + rt.smem + "[" + std::to_string(slots[i] * W + j) +
+                                "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64"));
+      }));
     acc = acc.empty() ? part : merge(w, a, acc, part);
   }
   return acc;
