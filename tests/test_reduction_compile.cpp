@@ -941,6 +941,60 @@ TEST_CASE("compiles that reuse pooled MLIR contexts emit the same PTX, from one 
   for (size_t t = 0; t < got.size(); ++t) CHECK(got[t] == (t % 2 ? pb : pa));
 }
 
+// A plain row loop (config "row_loop": 1 without a cluster): a resident grid
+// whose blocks loop over rows, a block barrier closing each row (the next
+// row's trees reuse the shared memory), cross_entropy's grid tail once per
+// block; spill-free for every composite, looped and held; dropped where it
+// cannot apply; never the heuristic's without a cluster.
+TEST_CASE("a plain row loop (row_loop 1, no cluster): every composite spill-free, a resident grid, dropped where it cannot apply",
+          "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16);
+  const std::string form = GENERATE(std::string(R"("persistent": 0, "threads_per_row": 128, "threads": 128)"),
+                                    std::string(R"("persistent": 1, "threads_per_row": 256, "threads": 256, "min_blocks": 0)"));
+  for (const test::GraphCase& c : test::rowComposites(t, {"N", 4104})) {
+    INFO(c.label << ", " << form);
+    compiler::CompileOptions o;
+    o.rowConfigOverride = "{\"row_loop\": 1, " + form + "}";
+    const compiler::CompiledGraph cg = compiler::compileGraph(c.graph, o);
+    const compiler::CompiledKernel& k = cg.kernels.at(0);
+    checkKernelArtifacts(k);
+    INFO(k.config);
+    CHECK_THAT(k.config, Contains("\"row_loop\": 1"));
+    CHECK(k.launch.resident);
+  }
+  {
+    // cross_entropy's mean: one count per block, after its rows (the
+    // counter's atomic once per entry, outside the row loop).
+    const test::GraphCase c = test::crossEntropyMean(t, DType::I64, {"N", 4104}, true);
+    INFO(c.label << ", " << form);
+    compiler::CompileOptions o;
+    o.rowConfigOverride = "{\"row_loop\": 1, " + form + "}";
+    const compiler::CompiledKernel k = compiler::compileGraph(c.graph, o).kernels.at(0);
+    checkKernelArtifacts(k);
+    CHECK_THAT(k.config, Contains("\"row_loop\": 1"));
+    size_t atoms = 0;
+    for (size_t at = k.ptx.find("atom.global.add"); at != std::string::npos; at = k.ptx.find("atom.global.add", at + 1))
+      ++atoms;
+    CHECK(atoms == k.entries.size());
+  }
+  compiler::CompileOptions o;
+  o.keepText = false;
+  auto configOf = [&](const Shape& s, DType dt, const std::string& override) {
+    Graph g;
+    g.output("y", softmax(g.input("x", dt, s)));
+    o.rowConfigOverride = override;
+    return compiler::compileGraph(g, o).kernels.at(0).config;
+  };
+  // Staged rows, several rows per block, prefetch: no plain row loop.
+  CHECK_THAT(configOf({"N", 32768}, DType::BF16, R"({"persistent": 0, "stage": 1, "threads_per_row": 512, "row_loop": 1})"),
+             Contains("\"stage\": 1") && !Contains("row_loop"));
+  CHECK_THAT(configOf({"N", 17}, DType::F32, R"({"persistent": 0, "threads_per_row": 16, "threads": 128, "row_loop": 1})"),
+             !Contains("row_loop"));
+  // The heuristic's configs loop over rows only in clusters.
+  CHECK_THAT(configOf({"N", 4096}, DType::BF16, "{}"), !Contains("row_loop"));
+  CHECK_THAT(configOf({"N", 32768}, DType::F32, "{}"), !Contains("row_loop"));
+}
+
 TEST_CASE("staging is dropped where it cannot apply: rows too long, held rows, clusters, dynamic rows",
           "[compile][reduction]") {
   compiler::CompileOptions o;

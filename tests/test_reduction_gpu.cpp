@@ -454,6 +454,44 @@ TEST_CASE("looped rows with L1 and L2 eviction hints and held rows read with evi
     CHECK(k.explain().find("\"evict\": " + std::to_string(c.form)) != std::string::npos);
 }
 
+// A plain row loop (config "row_loop": 1 without a cluster): a grid of the
+// blocks that fit at once, each looping over rows, looped or held; rows
+// fewer and more than the grid, a tail step (4104), long rows; and
+// cross_entropy's mean, whose grid tail then signals once per block.
+TEST_CASE("rows looped by the blocks that fit at once (row_loop, no cluster) match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  struct C {
+    int64_t len, rows;
+    int threads, persistent;
+  };
+  // Resident blocks on an H200: about 10-16 per SM of 132 at 128 threads,
+  // 8 at 256: 2300 and 1500 rows loop; 7 and 64 leave blocks without rows.
+  // (The reference evaluator takes most of this test's time.)
+  C c = GENERATE(C{4104, 2300, 128, 0}, C{4104, 7, 128, 0}, C{32768, 64, 256, 0}, C{4096, 1500, 256, 1});
+  const std::string config = "{\"row_loop\": 1, \"cluster\": 1, \"stage\": 0, \"prefetch\": 0, \"min_blocks\": 0, "
+                             "\"persistent\": " + std::to_string(c.persistent) + ", \"threads_per_row\": " +
+                             std::to_string(c.threads) + ", \"threads\": " + std::to_string(c.threads) + "}";
+  SECTION("every reduction op and composite") {
+    std::vector<test::GraphCase> cases = everyRowCase(c.len);
+    const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, cases.size())));
+    INFO(g.label << " over " << c.rows << " rows, " << config);
+    Kernel k = runWithRowConfig(g, c.rows, config);
+    INFO(k.explain());
+    if (g.label.find("softmax") != std::string::npos)
+      CHECK(k.explain().find("\"row_loop\": 1") != std::string::npos);
+  }
+  SECTION("cross_entropy's per-row losses and mean, launch after launch") {
+    DType t = GENERATE(DType::F32, DType::BF16);
+    test::GraphCase g = test::crossEntropyMean(t, DType::I64, {"R", c.len}, true);
+    for (int64_t rows : {c.rows, int64_t{3}, c.rows}) {
+      INFO(g.label << " over " << rows << " rows, " << config);
+      Kernel k = runWithRowConfig(g, rows, config);
+      INFO(k.explain());
+      CHECK(k.explain().find("\"row_loop\": 1") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {
   test::requireGpu();
   int64_t len = GENERATE(17, 4096, 262144);

@@ -117,7 +117,7 @@ PointwiseConfig pointwiseConfigOf(const KernelPlan& kp, const PointwiseGroup& gr
 }
 
 RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long i) {
-  RowConfig cfg = rowHeuristic(kp.graph, options);
+  RowConfig cfg = rowHeuristic(kp.graph, options, kp.tail != nullptr);
   applyRowOverride(cfg, options.rowConfigOverride);
   applyKernelConfig(options, i, [&](const std::string& j) { applyRowOverride(cfg, j); });
   return cfg;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -21,7 +22,7 @@ std::string RowConfig::json() const {
          ", \"vector\": " + std::to_string(vector) + ", \"persistent\": " + (persistent ? "1" : "0") +
          ", \"unroll\": " + std::to_string(unroll) +
          (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
-                      : std::string()) +
+                      : std::string(plainRowLoop ? ", \"row_loop\": 1" : "")) +
          (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": " + std::to_string(prefetch) : std::string()) + (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) +
          (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) +
          (resident ? "" : ", \"resident\": 0") + "}";
@@ -38,6 +39,9 @@ constexpr int64_t kMaxStagedRowBytes = 112 * 1024;
 constexpr int64_t kMaxPrefetchBytes = 200 * 1024;
 // Row-invariant inputs (weights) a held row loop keeps in shared memory.
 constexpr int64_t kMaxResidentBytes = 200 * 1024;
+// Stands for a cluster row loop's span of block-tree slots (i64 entries) in
+// an entry's text until the entry is written (see emitEntry).
+constexpr const char* kTreeSpanMark = "KILN_TREE_SPAN";
 bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // The domain of a row sub-graph: the operand shape of its reductions.
@@ -782,6 +786,18 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
         v = it->second;
         break;
       }
+      if (isSoftmaxExp(g_, id) && !cfg_.persistent && elementOptions_.approxTranscendentals) {
+        // A softmax's exp(a - max) in the looped form with 16-bit outputs
+        // (the approximate exp there): ex2(a*log2(e) - max*log2(e)), one fma
+        // per value. (Held 16-bit rows at two blocks per SM spilled that way:
+        // one more register live, f16 4096x32768 at 64 registers.)
+        const Node& d = g_.node(n.inputs[0]);
+        const Frame fd = operandFrame(g_, n, 0, f);
+        std::string a = value(c, d.inputs[0], operandFrame(g_, d, 0, fd), slot, lane);
+        std::string m = value(c, d.inputs[1], operandFrame(g_, d, 1, fd), slot, lane);
+        v = approxExpShifted(w, a, negLog2eM(w, m));
+        break;
+      }
       {
         std::vector<std::string> ops;
         for (size_t i = 0; i < n.inputs.size(); ++i) ops.push_back(value(c, n.inputs[i], operandFrame(g_, n, i, f), slot, lane));
@@ -926,8 +942,8 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
           heldExp_.expNode = g_.node(a.node).inputs[0];
           heldExp_.maxNode = a.maxNode;
           heldExp_.threadMax = m;
-          for (const std::string& x : xs)
-            heldExp_.es.push_back(approxExpF32(w, w.assign("arith.subf " + x + ", " + shift + " : f32")));
+          std::string nm = negLog2eM(w, shift);
+          for (const std::string& x : xs) heldExp_.es.push_back(approxExpShifted(w, x, nm));
           states.push_back(crossThreadAcc(w, a, {m, fold(heldExp_.es, "arith.addf")}));
           continue;
         }
@@ -1272,7 +1288,7 @@ void RowEmitter::planStaging() {
 void RowEmitter::planResident() {
   resident_.clear();
   residentBytes_ = 0;
-  const bool loopRows = (cfg_.cluster > 1 && cfg_.rowLoop) || cfg_.prefetch;
+  const bool loopRows = cfg_.loopsRows() || cfg_.prefetch;
   if (!cfg_.resident || !cfg_.persistent || !loopRows || !staged_.empty() || cfg_.vector <= 1 || dom_[k_ - 1].isDynamic()) return;
   vector_ = cfg_.vector;
   const int64_t N = dom_[k_ - 1].size / cfg_.cluster;
@@ -1518,7 +1534,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   // The blocks (clusters) that fit at once loop over the rows: row r_ runs
   // from loopFirst in steps of loopStep (i64), the loop carrying `half`
   // (0, 1, 0, ...: a cluster's exchange half, the prefetch mbarrier's phase).
-  const bool loopRows = !asTail_ && ((cfg_.cluster > 1 && cfg_.rowLoop) || cfg_.prefetch);
+  const bool loopRows = !asTail_ && (cfg_.loopsRows() || cfg_.prefetch);
   std::string loopFirst, loopStep;
   std::string stageBase;
   const int T = cfg_.threadsPerRow;
@@ -1700,6 +1716,19 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     }
     pre.line("gpu.barrier");
   }
+  if (cfg_.cluster > 1 && loopRows && T > 32) {
+    // A cluster row loop alternates between two sets of the block trees'
+    // slots by the row's half bit. Each tree's warps read its slots right
+    // after the tree's barrier; the next row's trees may write before a
+    // slow warp has read (nothing else orders them: the cluster exchange's
+    // mbarriers order warp 0's reads only), but the row after that writes
+    // this set again only once every warp has passed the next row's tree
+    // barrier, after its reads. The span (the entry's slots x warps, known
+    // once every tree is written) replaces kTreeSpanMark in run().
+    std::string span = row.assign("arith.constant " + std::string(kTreeSpanMark) + " : i64");
+    smem_ = row.assign("llvm.getelementptr " + smem_ + "[" + row.assign("arith.muli " + halfBitOf() + ", " + span + " : i64") +
+                       "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i64");
+  }
   if (cfg_.persistent) {
     const int64_t N = nd.size / cfg_.cluster;  // this block's columns
     const int64_t per = static_cast<int64_t>(T) * vector_;
@@ -1821,6 +1850,11 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     std::string zero = pre.integer(0, "i64");
     loop.line(loop.fresh() + " = scf.for " + r_ + " = " + loopFirst + " to " + rowsValue + " step " + loopStep +
               " iter_args(" + half + " = " + zero + ") -> (i64) : i64 {");
+    // A plain row loop (no cluster, no prefetch): the next row's block
+    // trees write the shared memory this row's last reads (thread 0's
+    // outputs) still read; a block barrier between them. (Prefetch has one
+    // before each next row's copy; clusters, their exchange barriers.)
+    if (cfg_.plainRowLoop && !prefetching) row.line("gpu.barrier");
     std::string next = row.assign("arith.andi " + row.assign("arith.addi " + half + ", " + row.integer(1, "i64") + " : i64") +
                                   ", " + row.integer(3, "i64") + " : i64");
     row.line("scf.yield " + next + " : i64");
@@ -2010,15 +2044,23 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   std::string body;
   int slots = 0;
   const int V = cfg_.vector;
+  // A cluster row loop's trees take two sets of slots (emitEntry).
+  const int treeSets = cfg_.cluster > 1 && cfg_.rowLoop && cfg_.threadsPerRow > 32 ? 2 : 1;
+  auto entryText = [&](const std::string& entry, int vector) {
+    std::string text = emitEntry(entry, vector);
+    const std::string span = std::to_string(smemSlots_ * (cfg_.threadsPerRow / 32));
+    for (size_t at = text.find(kTreeSpanMark); at != std::string::npos; at = text.find(kTreeSpanMark, at))
+      text.replace(at, std::strlen(kTreeSpanMark), span);
+    slots = std::max(slots, treeSets * smemSlots_);
+    return text;
+  };
   if (V > 1 && variants != EntryVariants::ScalarOnly) {
-    body += emitEntry(name + "_v" + std::to_string(V), V);
+    body += entryText(name + "_v" + std::to_string(V), V);
     k.entries.push_back({name + "_v" + std::to_string(V), true});
-    slots = std::max(slots, smemSlots_);
   }
   if (V == 1 || variants != EntryVariants::VectorOnly) {
-    body += emitEntry(name + "_s1", 1);
+    body += entryText(name + "_s1", 1);
     k.entries.push_back({name + "_s1", false});
-    slots = std::max(slots, smemSlots_);
   }
   std::string mlir = "module attributes {gpu.container_module} {\n  gpu.module @kiln_kernels {\n";
   if (cfg_.threadsPerRow > 32 || tail_ || cfg_.stage || cfg_.prefetch)
@@ -2075,7 +2117,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     out.ptxFeatures = "+ptx80";  // cp.async.bulk, mbarrier expect_tx (PTX ISA 8.0)
   }
   // The blocks (clusters) loop over rows: as many as fit at once.
-  if (cfg_.prefetch || (cfg_.cluster > 1 && cfg_.rowLoop)) k.launch.resident = true;
+  if (cfg_.prefetch || cfg_.loopsRows()) k.launch.resident = true;
   if (cfg_.cluster > 1) {
     k.launch.sharedBytes += 2 * kExchangeEntries * 8 + 16;
     // barrier.cluster.arrive.relaxed (PTX ISA 8.0); st.async (8.1); a relaxed
@@ -2132,7 +2174,7 @@ int64_t stagedRowBytes(const Graph& g, const Shape& d) {
 
 }  // namespace
 
-RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
+RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail) {
   RowConfig c;
   Shape d = domainOf(g);
   int minSize = 16;
@@ -2178,6 +2220,17 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options) {
     int64_t T = std::clamp<int64_t>(nextPow2((N + c.vector * c.unroll - 1) / (c.vector * c.unroll)), 32, 128);
     c.persistent = false;
     c.threadsPerRow = c.threads = static_cast<int>(T);
+    // A grid tail (cross_entropy's mean) over rows of up to 32768 values:
+    // the blocks that fit at once loop over the rows (row_loop), so that
+    // the tail's gpu-scope fence and counter atomic come once per block
+    // instead of once per row. Measured on the H200 (2026-12-01, session 15,
+    // cross_entropy bf16, us, L2 flushed): 8192x32768 141.1 -> 138.2 and
+    // 140.6 -> 138.7 (call 1), with the exps' fma 140.1 -> 138.0 and 137.6
+    // (call 2; not flushed 133.0 -> 129.0); 8192x128256, whose rows are 4x
+    // longer, lost: 475.0 -> 477.6 and 477.5. Without a tail row loops lose
+    // (sum bf16 32768x4096 67.8 -> 71.6, f32 128.0 -> 129.3: a block barrier
+    // per row).
+    c.plainRowLoop = gridTail && N <= 32768;
     // No L2 hints (evict) here: evict_first on one pass measured 1.3-3.3%
     // faster for sum bf16 4096x32768 at 256 and 512 threads (session 8 call
     // 10), but with this heuristic's 128 threads (call 11) sums of f32 lost
@@ -2529,7 +2582,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "persistent" && (v == 0 || v == 1)) c.persistent = v == 1;
                           else if (key == "unroll" && v >= 1 && v <= 8) c.unroll = static_cast<int>(v);
                           else if (key == "cluster" && isPow2(v) && v <= 16) c.cluster = static_cast<int>(v);
-                          else if (key == "row_loop" && (v == 0 || v == 1)) c.rowLoop = v == 1;
+                          else if (key == "row_loop" && (v == 0 || v == 1)) c.rowLoop = c.plainRowLoop = v == 1;
                           else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
                           else if (key == "prefetch" && v >= 0 && v <= 2) c.prefetch = static_cast<int>(v);
                           else if (key == "min_blocks" && v >= 0 && v <= 32) c.minBlocks = static_cast<int>(v);
@@ -2582,6 +2635,8 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   // Prefetching is a persistent form with one row (part) per block.
   if (c.prefetch && (!c.persistent || c.stage || c.threadsPerRow < 32 || d.back().isDynamic())) c.prefetch = 0;
   if (c.prefetch && c.cluster > 1) c.rowLoop = true;
+  // A plain row loop: one block per row, not staged (prefetch loops anyway).
+  if (c.plainRowLoop && (c.cluster > 1 || c.stage || c.prefetch || c.threadsPerRow < 32)) c.plainRowLoop = false;
   if (c.threadsPerRow < 32 && (c.threads % 32 != 0 || c.threads < 32)) c.threads = 128;
   if (tail) {
     // The tail runs on one block's threads (a power of two for its tree),

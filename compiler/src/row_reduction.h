@@ -43,6 +43,12 @@ struct RowConfig {
   int unroll = 4;           // looped form: vectors per thread per iteration
   int cluster = 1;          // C: blocks per row (a cluster; persistent, sm_90+, N % (C*V) == 0)
   bool rowLoop = true;      // clusters: a grid of the clusters that fit at once, looping over rows
+  // One block per row (no cluster), not staged, at least 32 threads per
+  // row: a grid of the blocks that fit at once loops over the rows (config
+  // "row_loop": 1; off by default). A grid tail (a mean over the rows)
+  // then signals once per block instead of once per row.
+  bool plainRowLoop = false;
+  bool loopsRows() const { return cluster > 1 ? rowLoop : plainRowLoop; }
   // Looped form, one row per block, sm_90+: the block's part of each
   // row-shaped input (the whole row) is copied into shared memory by one
   // bulk copy (TMA) at the row's start, and every pass reads it there, so
@@ -78,7 +84,8 @@ struct RowConfig {
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
-RowConfig rowHeuristic(const Graph& g, const CompileOptions& options);
+// gridTail: the kernel ends with a grid tail (KernelPlan::tail, e.g. cross_entropy's mean).
+RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail = false);
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
 // persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32)); throws kiln::Error naming a
