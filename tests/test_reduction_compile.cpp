@@ -945,7 +945,8 @@ TEST_CASE("compiles that reuse pooled MLIR contexts emit the same PTX, from one 
 // whose blocks loop over rows, a block barrier closing each row (the next
 // row's trees reuse the shared memory), cross_entropy's grid tail once per
 // block; spill-free for every composite, looped and held; dropped where it
-// cannot apply; never the heuristic's without a cluster.
+// cannot apply; the heuristic's only for a grid tail over rows of at most
+// 32768 values (cross_entropy's mean).
 TEST_CASE("a plain row loop (row_loop 1, no cluster): every composite spill-free, a resident grid, dropped where it cannot apply",
           "[compile][reduction]") {
   DType t = GENERATE(DType::F32, DType::BF16);
@@ -990,9 +991,44 @@ TEST_CASE("a plain row loop (row_loop 1, no cluster): every composite spill-free
              Contains("\"stage\": 1") && !Contains("row_loop"));
   CHECK_THAT(configOf({"N", 17}, DType::F32, R"({"persistent": 0, "threads_per_row": 16, "threads": 128, "row_loop": 1})"),
              !Contains("row_loop"));
-  // The heuristic's configs loop over rows only in clusters.
+  // The heuristic's configs loop over rows in clusters and for grid tails
+  // over rows of at most 32768 values.
   CHECK_THAT(configOf({"N", 4096}, DType::BF16, "{}"), !Contains("row_loop"));
   CHECK_THAT(configOf({"N", 32768}, DType::F32, "{}"), !Contains("row_loop"));
+  o.rowConfigOverride.clear();
+  for (int64_t len : {4096, 32768, 128256}) {
+    INFO(len);
+    const test::GraphCase mean = test::crossEntropyMean(DType::BF16, DType::I64, {"N", len}, true);
+    const std::string withTail = compiler::compileGraph(mean.graph, o).kernels.at(0).config;
+    if (len <= 32768) CHECK_THAT(withTail, Contains("\"row_loop\": 1"));
+    else CHECK_THAT(withTail, !Contains("row_loop"));
+    Graph rows;  // per-row losses only: no grid tail
+    rows.output("loss", cross_entropy(rows.input("logits", DType::BF16, {"N", len}), rows.input("targets", DType::I64, {"N"}),
+                                      Reduction::None));
+    CHECK_THAT(compiler::compileGraph(rows, o).kernels.at(0).config, !Contains("row_loop"));
+  }
+}
+
+// A cluster row loop's rows alternate between two sets of the block trees'
+// shared-memory slots (the next row's tree may write before a slow warp has
+// read this row's): twice the slots of one cluster per row.
+TEST_CASE("cluster row loops take two sets of block-tree slots", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  o.keepText = false;
+  Graph g;
+  g.output("y", rmsnorm(g.input("x", DType::F32, {"N", 262144}), g.input("w", DType::F32, {262144}), 1e-6));
+  auto sharedBytes = [&](const std::string& override) {
+    o.rowConfigOverride = override;
+    const compiler::CompiledKernel k = compiler::compileGraph(g, o).kernels.at(0);
+    INFO(k.config);
+    CHECK_THAT(k.config, Contains("\"cluster\": 8"));
+    return k.launch.sharedBytes;
+  };
+  const int loop = sharedBytes(R"({"cluster": 8, "threads_per_row": 512, "threads": 512, "row_loop": 1, "resident": 0})");
+  const int perRow = sharedBytes(R"({"cluster": 8, "threads_per_row": 512, "threads": 512, "row_loop": 0, "resident": 0})");
+  // One more set: a multiple of the 16 warps' 8-byte entries.
+  CHECK(loop > perRow);
+  CHECK((loop - perRow) % (16 * 8) == 0);
 }
 
 TEST_CASE("staging is dropped where it cannot apply: rows too long, held rows, clusters, dynamic rows",
