@@ -2226,7 +2226,8 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     // instead of once per row. Measured on the H200 (2026-12-01, session 15,
     // cross_entropy bf16, us, L2 flushed): 8192x32768 141.1 -> 138.2 and
     // 140.6 -> 138.7 (call 1), with the exps' fma 140.1 -> 138.0 and 137.6
-    // (call 2; not flushed 133.0 -> 129.0); 8192x128256, whose rows are 4x
+    // (call 2; not flushed 133.0 -> 129.0), but 140.2 and 140.5 against
+    // 140.7 with row_loop 0 in call 3; 8192x128256, whose rows are 4x
     // longer, lost: 475.0 -> 477.6 and 477.5. Without a tail row loops lose
     // (sum bf16 32768x4096 67.8 -> 71.6, f32 128.0 -> 129.3: a block barrier
     // per row).
