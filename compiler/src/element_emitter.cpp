@@ -102,15 +102,6 @@ std::string approxExpF32(MlirWriter& w, const std::string& x) {
   return w.assign("llvm.inline_asm \"ex2.approx.ftz.f32 $0, $1;\", \"=f,f\" " + s + " : (f32) -> f32");
 }
 
-std::string negLog2eM(MlirWriter& w, const std::string& m) {
-  return w.assign("arith.mulf " + m + ", " + w.f32(-1.4426950408889634) + " : f32");
-}
-
-std::string approxExpShifted(MlirWriter& w, const std::string& x, const std::string& negLog2eM) {
-  std::string s = w.assign("math.fma " + x + ", " + w.f32(1.4426950408889634) + ", " + negLog2eM + " : f32");
-  return w.assign("llvm.inline_asm \"ex2.approx.ftz.f32 $0, $1;\", \"=f,f\" " + s + " : (f32) -> f32");
-}
-
 bool isSoftmaxExp(const Graph& g, int id) {
   const Node& e = g.node(id);
   if (e.op != Op::Exp || e.dtype != DType::F32) return false;

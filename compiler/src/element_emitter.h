@@ -40,13 +40,6 @@ std::string emitConstant(MlirWriter& w, const Node& n);
 // the rounding of x * log2(e)). The ftz form: results below 2^-126 are 0
 // (the plain form spends three more instructions per exp to keep them).
 std::string approxExpF32(MlirWriter& w, const std::string& x);
-// exp(x - m) for many x against one m: negLog2eM(m) = -m*log2(e) once, then
-// approxExpShifted(x, it) = ex2(fma(x, log2(e), -m*log2(e))): one fma per value
-// instead of a subtraction and a multiplication. The rounding of m*log2(e)
-// shifts every value's exponent alike (a relative 2^-24 of |m|), as storing
-// the log-sum-exp m + log(sum) in f32 does.
-std::string negLog2eM(MlirWriter& w, const std::string& m);
-std::string approxExpShifted(MlirWriter& w, const std::string& x, const std::string& negLog2eM);
 
 // Whether node `id` is a softmax's exp: exp(a - max(a)) in f32, the max a
 // keepdim reduction of the same `a`. Its argument is never above 0 and its

@@ -229,8 +229,9 @@ std::vector<std::string> accumulate(MlirWriter& w, const Acc& a, const std::vect
       std::string ninf = w.assign("arith.cmpf oeq, " + m + ", " + w.f32(-INFINITY) + " : f32");
       std::string ms = w.assign("arith.select " + ninf + ", " + w.f32(0.0) + ", " + m + " : f32");
       std::string sum = w.assign("arith.mulf " + s[1] + ", " + scaleFor(w, s[0], m) + " : f32");
-      std::string nm = negLog2eM(w, ms);
-      for (int i = 0; i < n; ++i) sum = w.assign("arith.addf " + sum + ", " + approxExpShifted(w, xs[i], nm) + " : f32");
+      for (int i = 0; i < n; ++i)
+        sum = w.assign("arith.addf " + sum + ", " + approxExpF32(w, w.assign("arith.subf " + xs[i] + ", " + ms + " : f32")) +
+                       " : f32");
       out = {m, sum};
       break;
     }

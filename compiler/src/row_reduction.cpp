@@ -786,18 +786,6 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
         v = it->second;
         break;
       }
-      if (isSoftmaxExp(g_, id) && !cfg_.persistent && elementOptions_.approxTranscendentals) {
-        // A softmax's exp(a - max) in the looped form with 16-bit outputs
-        // (the approximate exp there): ex2(a*log2(e) - max*log2(e)), one fma
-        // per value. (Held 16-bit rows at two blocks per SM spilled that way:
-        // one more register live, f16 4096x32768 at 64 registers.)
-        const Node& d = g_.node(n.inputs[0]);
-        const Frame fd = operandFrame(g_, n, 0, f);
-        std::string a = value(c, d.inputs[0], operandFrame(g_, d, 0, fd), slot, lane);
-        std::string m = value(c, d.inputs[1], operandFrame(g_, d, 1, fd), slot, lane);
-        v = approxExpShifted(w, a, negLog2eM(w, m));
-        break;
-      }
       {
         std::vector<std::string> ops;
         for (size_t i = 0; i < n.inputs.size(); ++i) ops.push_back(value(c, n.inputs[i], operandFrame(g_, n, i, f), slot, lane));
@@ -942,8 +930,8 @@ void RowEmitter::levelPersistent(int level, int chunks, const std::vector<std::s
           heldExp_.expNode = g_.node(a.node).inputs[0];
           heldExp_.maxNode = a.maxNode;
           heldExp_.threadMax = m;
-          std::string nm = negLog2eM(w, shift);
-          for (const std::string& x : xs) heldExp_.es.push_back(approxExpShifted(w, x, nm));
+          for (const std::string& x : xs)
+            heldExp_.es.push_back(approxExpF32(w, w.assign("arith.subf " + x + ", " + shift + " : f32")));
           states.push_back(crossThreadAcc(w, a, {m, fold(heldExp_.es, "arith.addf")}));
           continue;
         }
@@ -2225,10 +2213,11 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     // the tail's gpu-scope fence and counter atomic come once per block
     // instead of once per row. Measured on the H200 (2026-12-01, session 15,
     // cross_entropy bf16, us, L2 flushed): 8192x32768 141.1 -> 138.2 and
-    // 140.6 -> 138.7 (call 1), with the exps' fma 140.1 -> 138.0 and 137.6
-    // (call 2; not flushed 133.0 -> 129.0), but 140.2 and 140.5 against
-    // 140.7 with row_loop 0 in call 3; 8192x128256, whose rows are 4x
-    // longer, lost: 475.0 -> 477.6 and 477.5. Without a tail row loops lose
+    // 140.6 -> 138.7 (call 1), with an fma form of the exps (since taken
+    // back; it made no difference here) 140.1 -> 138.0 and 137.6 (call 2;
+    // not flushed 133.0 -> 129.0), but 140.2 and 140.5 against 140.7 with
+    // row_loop 0 in call 3; 8192x128256, whose rows are 4x longer, lost:
+    // 475.0 -> 477.6 and 477.5. Without a tail row loops lose
     // (sum bf16 32768x4096 67.8 -> 71.6, f32 128.0 -> 129.3: a block barrier
     // per row).
     c.plainRowLoop = gridTail && N <= 32768;
