@@ -133,6 +133,20 @@ void checkPlan(const Graph& g, const compiler::CompiledGraph& cg, const std::str
   CHECK(!explain.empty());
 }
 
+// How many times `what` occurs in `s` (PTX instructions, say).
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+// The PTX of a row kernel's vector entry (kiln_row0_v*).
+std::string vectorEntry(const std::string& ptx) {
+  size_t a = ptx.find(".entry kiln_row0_v");
+  size_t b = ptx.find(".entry", a + 1);
+  return ptx.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
+
 }  // namespace
 
 TEST_CASE("each op-library composite compiles to exactly one row_reduction kernel", "[compile][reduction]") {
@@ -419,11 +433,6 @@ TEST_CASE("rows too long for one block split across a cluster on sm_90, never be
 // an f32 output. Every approximate exp is the ftz form.
 TEST_CASE("softmax's exps are one ex2.approx.ftz each where rows are held or 16-bit, other f32 exps accurate",
           "[compile][reduction]") {
-  auto count = [](const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-    return n;
-  };
   for (DType dt : {DType::F32, DType::BF16}) {
     for (int64_t n : {4096, 32768}) {
       Graph g;
@@ -458,16 +467,6 @@ TEST_CASE("softmax's exps are one ex2.approx.ftz each where rows are held or 16-
 // threads' vectors divide): the count is not shuffled (two components per
 // butterfly step, not three) and equal counts merge without a division.
 TEST_CASE("Welford trees of equal counts shuffle mean and M2 only", "[compile][reduction]") {
-  auto vectorEntry = [](const std::string& ptx) {
-    size_t a = ptx.find(".entry kiln_row0_v");
-    size_t b = ptx.find(".entry", a + 1);
-    return ptx.substr(a, b == std::string::npos ? std::string::npos : b - a);
-  };
-  auto count = [](const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-    return n;
-  };
   // A plain loop (no hints: Welford, not two passes) over 256 threads:
   // five butterfly steps in the warp, then the warps' partials in order.
   compiler::CompileOptions o;
@@ -492,16 +491,6 @@ TEST_CASE("Welford trees of equal counts shuffle mean and M2 only", "[compile][r
 // shared memory, copied once (config "resident", on by default).
 TEST_CASE("cluster rows reuse softmax's exps and keep weights in shared memory", "[compile][reduction]") {
   const Shape shape{"N", 262144};
-  auto vectorEntry = [](const std::string& ptx) {
-    size_t a = ptx.find(".entry kiln_row0_v");
-    size_t b = ptx.find(".entry", a + 1);
-    return ptx.substr(a, b == std::string::npos ? std::string::npos : b - a);
-  };
-  auto count = [](const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-    return n;
-  };
   SECTION("softmax: one exp per held value, plus the merges'") {
     Graph g;
     g.output("y", softmax(g.input("x", DType::F32, shape)));
@@ -790,9 +779,7 @@ TEST_CASE("evict: the looped form's row loads carry L2 eviction priorities, last
   const std::string held = k.ptx.substr(0, k.ptx.find(".entry " + k.name + "_s1"));
   CHECK_THAT(held, Contains("createpolicy.fractional.L2::evict_first.b64") && !Contains("evict_last"));
   // 32768 / (512 x 8) = 8 row vectors per thread carry the hint, the weight's 8 do not.
-  size_t hinted = 0;
-  for (size_t at = held.find("L2::cache_hint"); at != std::string::npos; at = held.find("L2::cache_hint", at + 1)) ++hinted;
-  CHECK(hinted == 8);
+  CHECK(count(held, "L2::cache_hint") == 8);
   // Rows copied by bulk copies (prefetch) take no hints.
   o.rowConfigOverride = R"({"persistent": 1, "prefetch": 1, "evict": 1, "threads_per_row": 512})";
   k = compiler::compileGraph(g, o).kernels.at(0);
@@ -973,10 +960,7 @@ TEST_CASE("a plain row loop (row_loop 1, no cluster): every composite spill-free
     const compiler::CompiledKernel k = compiler::compileGraph(c.graph, o).kernels.at(0);
     checkKernelArtifacts(k);
     CHECK_THAT(k.config, Contains("\"row_loop\": 1"));
-    size_t atoms = 0;
-    for (size_t at = k.ptx.find("atom.global.add"); at != std::string::npos; at = k.ptx.find("atom.global.add", at + 1))
-      ++atoms;
-    CHECK(atoms == k.entries.size());
+    CHECK(count(k.ptx, "atom.global.add") == k.entries.size());
   }
   compiler::CompileOptions o;
   o.keepText = false;

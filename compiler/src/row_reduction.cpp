@@ -2036,9 +2036,11 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   const int treeSets = cfg_.cluster > 1 && cfg_.rowLoop && cfg_.threadsPerRow > 32 ? 2 : 1;
   auto entryText = [&](const std::string& entry, int vector) {
     std::string text = emitEntry(entry, vector);
-    const std::string span = std::to_string(smemSlots_ * (cfg_.threadsPerRow / 32));
-    for (size_t at = text.find(kTreeSpanMark); at != std::string::npos; at = text.find(kTreeSpanMark, at))
-      text.replace(at, std::strlen(kTreeSpanMark), span);
+    if (treeSets == 2) {
+      const std::string span = std::to_string(smemSlots_ * (cfg_.threadsPerRow / 32));
+      for (size_t at = text.find(kTreeSpanMark); at != std::string::npos; at = text.find(kTreeSpanMark, at))
+        text.replace(at, std::strlen(kTreeSpanMark), span);
+    }
     slots = std::max(slots, treeSets * smemSlots_);
     return text;
   };
