@@ -1039,3 +1039,68 @@ TEST_CASE("staging is dropped where it cannot apply: rows too long, held rows, c
   CHECK_THAT(configOf({"N", 4096}, DType::BF16, R"({"persistent": 1, "cluster": 2, "stage": 1, "threads_per_row": 256})"),
              !Contains("stage"));
 }
+
+// A terminal reduction over few long rows splits each row into parts
+// (planner: splitLongReductions): a whole tensor's sum, mean, max, min or
+// prod is one kernel whose grid tail reduces the parts in order; a few long
+// rows take a second kernel; nothing else changes.
+TEST_CASE("reductions over few long rows split into parts: a whole tensor in one kernel with a grid tail",
+          "[compile][reduction]") {
+  compiler::CompileOptions o;
+  auto kernelsOf = [&](const Graph& g) { return compiler::compileGraph(g, o).kernels; };
+  using Op1 = Tensor (*)(const Tensor&, const Axes&, bool, Loc);
+  const std::vector<std::pair<std::string, Op1>> ops = {
+      {"sum", &sum}, {"mean", &mean}, {"max", &max}, {"min", &min}, {"prod", &prod}};
+  for (DType t : {DType::F32, DType::BF16, DType::I32})
+    for (const auto& [name, op] : ops) {
+      if (t == DType::I32 && name == "mean") continue;
+      INFO(name << " of " << dtypeName(t));
+      Graph g;
+      g.output("y", op(g.input("x", t, {4096, 8192}), {0, 1}, false, Loc::current()));
+      const auto ks = kernelsOf(g);
+      REQUIRE(ks.size() == 1);
+      checkKernelArtifacts(ks[0]);
+      INFO(ks[0].why);
+      CHECK_THAT(ks[0].why, Contains("rows of [4096, 8192]") && Contains("grid tail"));
+    }
+  {
+    // Four rows of 262144: parts of 4096 (4 x 64 rows), then a second kernel.
+    Graph g;
+    g.output("y", max(g.input("x", DType::F32, {4, 262144}), {1}, true));
+    const auto ks = kernelsOf(g);
+    REQUIRE(ks.size() == 2);
+    CHECK_THAT(ks[0].why, Contains("rows of [4, 64, 4096]"));
+  }
+  auto unsplit = [&](const Graph& g, const std::string& rows) {
+    const auto ks = kernelsOf(g);
+    REQUIRE(ks.size() == 1);
+    INFO(ks[0].why);
+    CHECK_THAT(ks[0].why, Contains("rows of " + rows));
+  };
+  {
+    // Enough rows to fill the GPU.
+    Graph g;
+    g.output("y", sum(g.input("x", DType::F32, {1024, 262144}), {1}));
+    unsplit(g, "[1024, 262144]");
+  }
+  {
+    // A dynamic row count, and a length no power of two divides.
+    Graph g;
+    g.output("y", sum(g.input("x", DType::F32, {"R", 262144}), {1}));
+    unsplit(g, "[R, 262144]");
+    Graph h;
+    h.output("y", sum(h.input("x", DType::F32, {1000003}), {0}));
+    unsplit(h, "[1000003]");
+  }
+  {
+    // Results broadcast back over the row (softmax), and a mean over
+    // per-row results (cross_entropy's grid tail).
+    Graph g;
+    g.output("y", softmax(g.input("x", DType::F32, {4, 262144})));
+    unsplit(g, "[4, 262144]");
+    const test::GraphCase ce = test::crossEntropyMean(DType::BF16, DType::I64, {8192, 32768});
+    const auto ks = kernelsOf(ce.graph);
+    REQUIRE(ks.size() == 1);
+    CHECK_THAT(ks[0].why, Contains("rows of [8192, 32768]") && Contains("grid tail"));
+  }
+}

@@ -498,6 +498,48 @@ TEST_CASE("rows looped by the blocks that fit at once (row_loop, no cluster) mat
   }
 }
 
+// Terminal reductions over few long rows split into parts (the planner's
+// splitLongReductions): a whole tensor in one kernel whose grid tail reduces
+// the parts in order, a few long rows in two kernels; every splittable op, f32,
+// bf16 and i32; prod over values near 1 (no overflow).
+TEST_CASE("whole-tensor reductions and few long rows, split into parts, match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  using Op1 = Tensor (*)(const Tensor&, const Axes&, bool, Loc);
+  struct C {
+    std::string name;
+    Op1 op;
+  };
+  const C c = GENERATE(C{"sum", &sum}, C{"mean", &mean}, C{"max", &max}, C{"min", &min}, C{"prod", &prod});
+  const DType t = GENERATE(DType::F32, DType::BF16, DType::I32);
+  if (t == DType::I32 && (c.name == "mean" || c.name == "prod")) return;  // (a long integer product wraps to 0)
+  struct S {
+    std::vector<int64_t> shape;
+    Axes axes;
+    bool keepdim;
+    size_t kernels;  // a whole tensor: one (its grid tail reduces the parts); a few rows: two
+  };
+  const S s = GENERATE(S{{2048, 8192}, {0, 1}, false, 1}, S{{3, 131072}, {1}, true, 2},
+                       S{{2, 64, 4096}, {1, 2}, false, 2});
+  Shape shape;
+  for (int64_t d : s.shape) shape.push_back(Dim(d));
+  INFO(c.name << " of " << dtypeName(t) << typeToString(t, shape));
+  Graph g;
+  g.output("y", c.op(g.input("x", t, shape), s.axes, s.keepdim, Loc::current()));
+  test::RunOptions o;
+  // prod: values near 1.
+  if (c.name == "prod") o.ranges = {{"x", {0.9999, 1.0001}}};
+  else if (t == DType::I32) o.ranges = {{"x", {-100, 100}}};
+  // A sum of millions of f32 values in another order: relative to its
+  // magnitude, with the inputs' mean kept away from 0.
+  if (c.name == "sum" || c.name == "mean") {
+    if (t != DType::I32) o.ranges = {{"x", {0.5, 1.5}}};
+    o.tolScale = 4;
+  }
+  Kernel k = runAndCheck(g, o);
+  INFO(k.explain());
+  CHECK(k.compiled().kernels.size() == s.kernels);
+}
+
 TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {
   test::requireGpu();
   int64_t len = GENERATE(17, 4096, 262144);

@@ -134,6 +134,139 @@ Graph normalizeReductions(const Graph& g) {
 
 namespace {
 
+// A terminal reduction over few long rows (a whole tensor's sum, say) ran
+// on one block per row. splitLongReductions splits each row into S parts:
+// the parts reduce as many rows (in f32 for floats: partial sums keep the
+// accumulation type), then each row's S partials reduce again, in order
+// (deterministic) — for one row the row kernel's grid tail, else a second
+// kernel. Only sum, mean (of equal parts: the mean of the means), max, min
+// and prod; only where nothing downstream broadcasts the result back over
+// the row (softmax and the norms keep their single pass) and the operand
+// does not come from another reduction (cross_entropy's mean stays a tail).
+constexpr int64_t kSplitMaxRows = 64;       // rows at most (more fill the GPU)
+constexpr int64_t kSplitMinPart = 4096;     // values per part at least
+constexpr int64_t kSplitTargetRows = 4096;  // rows x parts at most
+
+bool splittable(Op op) {
+  return op == Op::Sum || op == Op::Mean || op == Op::Max || op == Op::Min || op == Op::Prod;
+}
+
+// The parts for a reduction over rows of N values, R rows: 1 where it
+// does not split.
+int64_t splitParts(int64_t R, int64_t N) {
+  if (R > kSplitMaxRows) return 1;
+  int64_t S = 1;
+  while (N % (2 * S) == 0 && N / (2 * S) >= kSplitMinPart && R * 2 * S <= kSplitTargetRows) S *= 2;
+  return S;
+}
+
+Graph splitLongReductions(const Graph& g) {
+  const int count = g.numNodes();
+  std::vector<std::vector<int>> users(static_cast<size_t>(count));
+  for (int id = 0; id < count; ++id)
+    for (int i : g.node(id).inputs) users[static_cast<size_t>(i)].push_back(id);
+  // Whether a node downstream of `id` has the shape `domain`.
+  std::function<bool(int, const Shape&, std::vector<char>&)> reachesDomain = [&](int id, const Shape& domain,
+                                                                                  std::vector<char>& seen) {
+    for (int u : users[static_cast<size_t>(id)]) {
+      if (seen[static_cast<size_t>(u)]++) continue;
+      if (g.node(u).shape == domain || reachesDomain(u, domain, seen)) return true;
+    }
+    return false;
+  };
+  std::function<bool(int, std::vector<char>&)> fromReduction = [&](int id, std::vector<char>& seen) {
+    if (seen[static_cast<size_t>(id)]++) return false;
+    const Node& n = g.node(id);
+    if (isReduction(n.op) || n.op == Op::Matmul) return true;
+    for (int i : n.inputs)
+      if (fromReduction(i, seen)) return true;
+    return false;
+  };
+  Graph ng;
+  std::map<int, int> map;
+  for (int id : g.canonicalOrder()) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Input) {
+      map[id] = ng.input(n.name, n.dtype, n.shape).id();
+      continue;
+    }
+    if (n.op == Op::Scalar) {
+      map[id] = ng.scalar(n.name, n.dtype).id();
+      continue;
+    }
+    Node c = n;
+    for (int& i : c.inputs) i = map.at(i);
+    int64_t S = 1;
+    if (isReduction(n.op) && splittable(n.op) && innerForm(g, n)) {
+      const Node& x = g.node(n.inputs[0]);
+      int64_t R = 1;
+      bool fixed = x.shape.back().isStatic();
+      for (size_t a = 0; a + 1 < x.shape.size(); ++a) {
+        fixed = fixed && x.shape[a].isStatic();
+        if (x.shape[a].isStatic()) R *= x.shape[a].size;
+      }
+      std::vector<char> down(static_cast<size_t>(count), 0), up(static_cast<size_t>(count), 0);
+      if (fixed && (S = splitParts(R, x.shape.back().size)) > 1 &&
+          (reachesDomain(id, x.shape, down) || fromReduction(n.inputs[0], up)))
+        S = 1;
+    }
+    if (S == 1) {
+      map[id] = ng.addNode(std::move(c));
+      continue;
+    }
+    const Node& x = g.node(n.inputs[0]);
+    const int64_t N = x.shape.back().size;
+    // Floats sum, average and multiply their parts in f32, then cast.
+    const bool widen = isFloat(n.dtype) && n.op != Op::Max && n.op != Op::Min;
+    const DType acc = widen ? DType::F32 : n.dtype;
+    // The parts as a reshape of the operand (of what a reshape reshapes:
+    // a reshape of a computed reshape would be written to memory first).
+    int cur = map.at(n.inputs[0]);
+    while (ng.node(cur).op == Op::Reshape) cur = ng.node(cur).inputs[0];
+    Shape parts(x.shape.begin(), x.shape.end() - 1);
+    parts.push_back(Dim(S));
+    Node r;
+    r.op = Op::Reshape;
+    r.dtype = x.dtype;
+    r.shape = parts;
+    r.shape.push_back(Dim(N / S));
+    r.inputs = {cur};
+    cur = ng.addNode(std::move(r));
+    if (widen && x.dtype != DType::F32) {
+      Node cast;
+      cast.op = Op::Cast;
+      cast.dtype = DType::F32;
+      cast.shape = ng.node(cur).shape;
+      cast.inputs = {cur};
+      cur = ng.addNode(std::move(cast));
+    }
+    Node first = n;
+    first.dtype = acc;
+    first.inputs = {cur};
+    first.axes = {static_cast<int64_t>(parts.size())};
+    first.keepdim = false;
+    first.shape = parts;
+    cur = ng.addNode(std::move(first));
+    Node second = n;
+    second.dtype = acc;
+    second.inputs = {cur};
+    second.axes = {static_cast<int64_t>(parts.size()) - 1};
+    second.shape = n.shape;
+    cur = ng.addNode(std::move(second));
+    if (acc != n.dtype) {
+      Node cast;
+      cast.op = Op::Cast;
+      cast.dtype = n.dtype;
+      cast.shape = n.shape;
+      cast.inputs = {cur};
+      cur = ng.addNode(std::move(cast));
+    }
+    map[id] = cur;
+  }
+  for (const GraphOutput& o : g.outputs()) ng.output(o.name, ng.tensor(map.at(o.node)));
+  return ng;
+}
+
 struct KernelInfo {
   KernelPlan::Kind kind;
   Shape domain;          // row groups: the reductions' operand shape; pointwise: the shape
@@ -642,7 +775,7 @@ void foldGridTails(Plan& plan) {
 Plan planGraph(const Graph& g) {
   // Twice: the first pass may split a reduction into single-axis steps that
   // the second moves to the last axis.
-  Graph ng = normalizeReductions(normalizeReductions(g));
+  Graph ng = splitLongReductions(normalizeReductions(normalizeReductions(g)));
   Planner p(ng);
   Plan plan = p.run();
   foldGridTails(plan);
