@@ -1104,3 +1104,36 @@ TEST_CASE("reductions over few long rows split into parts: a whole tensor in one
     CHECK_THAT(ks[0].why, Contains("rows of [8192, 32768]") && Contains("grid tail"));
   }
 }
+
+// Equal nodes merge before planning (planner: mergeEqualNodes): softmax and
+// log_softmax of the same x share one max and one sum of exps, so the kernel
+// reduces no more than softmax's alone (its warp shuffles count the trees).
+TEST_CASE("softmax and log_softmax of one x share their statistics", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  auto shuffles = [&](bool both, DType t, int64_t len) {
+    Graph g;
+    Tensor x = g.input("x", t, {"N", len});
+    g.output("softmax", softmax(x));
+    if (both) g.output("log_softmax", log_softmax(x));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() == 1);
+    size_t n = 0;
+    for (size_t at = ks[0].ptx.find("shfl.sync"); at != std::string::npos; at = ks[0].ptx.find("shfl.sync", at + 1)) ++n;
+    return n;
+  };
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t len : {int64_t{4096}, int64_t{32768}}) {
+      INFO(dtypeName(t) << " rows of " << len);
+      const size_t alone = shuffles(false, t, len);
+      CHECK(alone > 0);
+      CHECK(shuffles(true, t, len) == alone);
+    }
+  // Equal outputs stay two outputs.
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {"N", 4096});
+  g.output("a", sum(x, {1}));
+  g.output("b", sum(x, {1}));
+  const auto ks = compiler::compileGraph(g, o).kernels;
+  REQUIRE(ks.size() == 1);
+  CHECK(ks[0].tensors.size() == 3);
+}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "cuda_element.h"
@@ -133,6 +134,51 @@ Graph normalizeReductions(const Graph& g) {
 }
 
 namespace {
+
+// Equal nodes become one (common subexpressions): the DSL builds softmax and
+// log_softmax of the same x with a max, exps and a sum each, and a row
+// kernel would compute both statistics. Parameters stay as they are, and a
+// graph output's node is never merged (each output keeps its own node).
+Graph mergeEqualNodes(const Graph& g) {
+  std::set<int> outputs;
+  for (const GraphOutput& o : g.outputs()) outputs.insert(o.node);
+  Graph ng;
+  std::map<int, int> map;
+  std::map<std::string, int> seen;  // a node's description -> its id in ng
+  for (int id : g.canonicalOrder()) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Input) {
+      map[id] = ng.input(n.name, n.dtype, n.shape).id();
+      continue;
+    }
+    if (n.op == Op::Scalar) {
+      map[id] = ng.scalar(n.name, n.dtype).id();
+      continue;
+    }
+    Node c = n;
+    for (int& i : c.inputs) i = map.at(i);
+    std::ostringstream key;
+    key.precision(17);
+    key << static_cast<int>(c.op) << '|' << static_cast<int>(c.dtype) << '|' << shapeToString(c.shape) << '|' << c.weak
+        << '|' << c.fvalue << '|' << c.ivalue << '|' << c.axis << '|' << c.keepdim << '|' << c.correction << '|'
+        << c.transA << c.transB << c.tf32 << '|' << c.start << ',' << c.end << ',' << c.step << "|in";
+    for (int i : c.inputs) key << ' ' << i;
+    key << "|ax";
+    for (int64_t a : c.axes) key << ' ' << a;
+    if (!outputs.count(id)) {
+      auto [it, fresh] = seen.emplace(key.str(), -1);
+      if (!fresh) {
+        map[id] = it->second;
+        continue;
+      }
+      it->second = map[id] = ng.addNode(std::move(c));
+      continue;
+    }
+    map[id] = ng.addNode(std::move(c));
+  }
+  for (const GraphOutput& o : g.outputs()) ng.output(o.name, ng.tensor(map.at(o.node)));
+  return ng;
+}
 
 // A terminal reduction over few long rows (a whole tensor's sum, say) ran
 // on one block per row. splitLongReductions splits each row into S parts:
@@ -775,7 +821,7 @@ void foldGridTails(Plan& plan) {
 Plan planGraph(const Graph& g) {
   // Twice: the first pass may split a reduction into single-axis steps that
   // the second moves to the last axis.
-  Graph ng = splitLongReductions(normalizeReductions(normalizeReductions(g)));
+  Graph ng = splitLongReductions(normalizeReductions(normalizeReductions(mergeEqualNodes(g))));
   Planner p(ng);
   Plan plan = p.run();
   foldGridTails(plan);
