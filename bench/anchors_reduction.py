@@ -185,6 +185,9 @@ def layernorm(x, w, b):
 def rowsum(x):
     return x.sum(-1)
 
+def wholesum(x):
+    return x.sum()
+
 def cross_entropy(logits, target):
     return F.cross_entropy(logits.float(), target)
 
@@ -241,7 +244,7 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None
 
 def run_rows(M, N, dtype):
     t = tag(M, N, dtype)
-    names = [f"{o} [{t}]" for o in ("softmax(-1)", "layernorm", "rmsnorm", "sum(-1)")]
+    names = [f"{o} [{t}]" for o in ("softmax(-1)", "layernorm", "rmsnorm", "sum(-1)", "sum")]
     if not any(wanted(n) for n in names):
         return
     es = torch.tensor([], dtype=dtype).element_size()
@@ -254,6 +257,8 @@ def run_rows(M, N, dtype):
     run_case(f"rmsnorm [{t}]", rmsnorm, (x, w), 2 * MN + N * es, triton_rmsnorm if small_rows else None,
              names=["x", "w"])
     run_case(f"sum(-1) [{t}]", rowsum, (x,), MN + M * es, names=["x"])
+    if M == 32768 and N == 4096:
+        run_case(f"sum [{t}]", wholesum, (x,), MN + es, names=["x"])
     if M == 32768 and N == 4096 and dtype == torch.bfloat16:
         r = uniform((M, N), dtype, -2, 2)
         run_case(f"residual+rmsnorm [{t}]", residual_rmsnorm, (x, r, w), 4 * MN + N * es, names=["x", "r", "w"])

@@ -70,7 +70,8 @@ namespace {
 
 // Control: y = x * w, a pointwise kernel that runs the whole harness
 // (inputs, check, timing) with no reduction; selected only by naming it.
-enum class Kind { Softmax, LayerNorm, RmsNorm, Sum, CrossEntropy, ResidualRmsNorm, Control };
+// SumAll: the sum of a whole tensor (one output value).
+enum class Kind { Softmax, LayerNorm, RmsNorm, Sum, SumAll, CrossEntropy, ResidualRmsNorm, Control };
 
 struct Case {
   Kind kind;
@@ -85,6 +86,7 @@ struct Case {
       case Kind::LayerNorm: return "layernorm";
       case Kind::RmsNorm: return "rmsnorm";
       case Kind::Sum: return "sum(-1)";
+      case Kind::SumAll: return "sum";
       case Kind::CrossEntropy: return "cross_entropy";
       case Kind::ResidualRmsNorm: return "residual+rmsnorm";
       case Kind::Control: return "control x*w";
@@ -109,6 +111,8 @@ std::vector<Case> allCases() {
     for (Kind k : four) cs.push_back({k, s.rows, s.cols, s.dtype});
     if (s.rows == 32768 && s.dtype == DType::BF16) cs.push_back({Kind::ResidualRmsNorm, s.rows, s.cols, s.dtype});
   }
+  cs.push_back({Kind::SumAll, 32768, 4096, DType::F32});
+  cs.push_back({Kind::SumAll, 32768, 4096, DType::BF16});
   cs.push_back({Kind::CrossEntropy, 8192, 32768, DType::BF16});
   cs.push_back({Kind::CrossEntropy, 8192, 128256, DType::BF16});
   for (int64_t m : {1, 64, 512}) {
@@ -162,6 +166,9 @@ Graph buildGraph(const Case& c, int64_t rows) {
     }
     case Kind::Sum:
       g.output("y", sum(g.input("x", c.dtype, {rows, n}), -1));
+      break;
+    case Kind::SumAll:
+      g.output("y", sum(g.input("x", c.dtype, {rows, n})));
       break;
     case Kind::CrossEntropy: {
       Tensor logits = g.input("x", c.dtype, {rows, n});
@@ -285,6 +292,7 @@ double tolerance(DType t) {
 double toleranceFloor(const Case& c) {
   if (c.kind == Kind::Softmax) return 0;
   if (c.kind == Kind::Sum) return std::sqrt(static_cast<double>(c.cols));
+  if (c.kind == Kind::SumAll) return std::sqrt(static_cast<double>(c.rows) * static_cast<double>(c.cols));
   return 1;
 }
 
@@ -380,12 +388,33 @@ double crossEntropyMean(const Case& c, const std::vector<int64_t>& rows) {
   return s / static_cast<double>(rows.size());
 }
 
+// The sum of x over `rows` in fp64 (each row summed on its own, then the
+// rows in order), the rows made again from the input generator, on all cores.
+double sumRows(const Case& c, const std::vector<int64_t>& rows) {
+  const InputSpec sx = specFor("x");
+  std::vector<double> part(rows.size());
+  parallelFor(static_cast<int64_t>(rows.size()), [&](int64_t b, int64_t e) {
+    std::vector<char> buf(c.cols * dtypeSize(c.dtype));
+    for (int64_t i = b; i < e; ++i) {
+      fillElements(buf.data(), c.dtype, sx, c.cols, rows[i] * c.cols, c.cols);
+      double s = 0;
+      for (int64_t j = 0; j < c.cols; ++j)
+        s += c.dtype == DType::F32 ? reinterpret_cast<const float*>(buf.data())[j]
+                                   : bf16BitsToDouble(reinterpret_cast<const uint16_t*>(buf.data())[j]);
+      part[i] = s;
+    }
+  }, 16);
+  double s = 0;
+  for (double v : part) s += v;
+  return s;
+}
+
 // What the device output must be, for the chosen rows of each output (or
 // the whole 0-dim output of cross_entropy).
 struct Expected {
   std::vector<int64_t> rows;        // empty for cross_entropy (0-dim output)
   std::vector<EvalOutput> outputs;  // per graph output: the chosen rows
-  double ceMean = 0;                // cross_entropy: the mean over every row
+  double scalar = 0;                // cross_entropy: the mean over every row; SumAll: the sum
   std::string note;                 // what was checked, for the log
   bool selfCheckOk = true;          // cross_entropy: host loop == evaluator
   std::string selfCheck;
@@ -396,6 +425,22 @@ Expected expectedFor(const Case& c) {
   std::vector<int64_t> rows = checkRows(c);
   Graph small = buildGraph(c, static_cast<int64_t>(rows.size()));
   std::vector<EvalOutput> ref = evaluate(small, subsetInputs(c, small, rows));
+  if (c.kind == Kind::SumAll) {
+    // The evaluator's sum over the check rows checks the host loop; the host
+    // loop then sums every row.
+    double evalSum = ref.at(0).exact.at(0);
+    double hostSubset = sumRows(c, rows);
+    ex.selfCheckOk = std::fabs(evalSum - hostSubset) <= 1e-9 * std::max(1.0, std::fabs(evalSum));
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "host fp64 loop vs reference evaluator on %zu rows: %.12g vs %.12g", rows.size(),
+                  hostSubset, evalSum);
+    ex.selfCheck = buf;
+    std::vector<int64_t> every(c.rows);
+    for (int64_t i = 0; i < c.rows; ++i) every[i] = i;
+    ex.scalar = sumRows(c, every);
+    ex.note = "sum of all " + std::to_string(c.rows) + " rows (fp64 host loop; " + ex.selfCheck + ")";
+    return ex;
+  }
   if (c.kind == Kind::CrossEntropy) {
     // The evaluator's mean over the subset checks the host loop; the host
     // loop then gives the mean over every row.
@@ -409,7 +454,7 @@ Expected expectedFor(const Case& c) {
     ex.selfCheck = buf;
     std::vector<int64_t> every(c.rows);
     for (int64_t i = 0; i < c.rows; ++i) every[i] = i;
-    ex.ceMean = crossEntropyMean(c, every);
+    ex.scalar = crossEntropyMean(c, every);
     ex.note = "mean over all " + std::to_string(c.rows) + " rows (fp64 host loop; " + ex.selfCheck + ")";
     return ex;
   }
@@ -583,11 +628,21 @@ bool runCase(const Case& c) {
     double tol = 0;
     auto check = [&] {
       Mismatch mm;
-      if (c.kind == Kind::CrossEntropy) {
+      if (c.kind == Kind::SumAll) {
+        const DType dt = g.node(g.outputs().at(0).node).dtype;
+        HostTensor got(dt, {});
+        outs.at(0).download(got.data(), dtypeSize(dt));
+        tol = tolerance(dt);
+        compareValue(mm, got.get(0), ex.scalar, tol, toleranceFloor(c), "sum");
+        if (!ex.selfCheckOk) {
+          ++mm.bad;
+          mm.first = "reference disagreement: " + ex.selfCheck;
+        }
+      } else if (c.kind == Kind::CrossEntropy) {
         float got = 0;
         outs.at(0).download(&got, sizeof got);
         tol = tolerance(DType::F32);
-        compareValue(mm, got, ex.ceMean, tol, toleranceFloor(c), "loss");
+        compareValue(mm, got, ex.scalar, tol, toleranceFloor(c), "loss");
         if (!ex.selfCheckOk) {
           ++mm.bad;
           mm.first = "reference disagreement: " + ex.selfCheck;
@@ -728,7 +783,7 @@ int referenceOnly(const std::vector<Case>& cases) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%-40s reference: %s, %.2f s%s\n", c.name().c_str(), ex.note.c_str(), s,
                 ex.selfCheckOk ? "" : "  SELF-CHECK FAIL");
-    if (c.kind == Kind::CrossEntropy) std::printf("    mean loss %.9g\n", ex.ceMean);
+    if (c.kind == Kind::CrossEntropy || c.kind == Kind::SumAll) std::printf("    %s %.9g\n", c.kind == Kind::SumAll ? "sum" : "mean loss", ex.scalar);
     if (!ex.selfCheckOk) ++failed;
   }
   return failed;
