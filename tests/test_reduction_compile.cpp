@@ -1137,3 +1137,44 @@ TEST_CASE("softmax and log_softmax of one x share their statistics", "[compile][
   REQUIRE(ks.size() == 1);
   CHECK(ks[0].tensors.size() == 3);
 }
+
+// Reductions over a non-last axis (columns): rows of a permuted view, one
+// thread per row so that a warp's loads read 32 adjacent values (the
+// heuristic's column form); with few outputs the reduced axis splits into
+// parts first (planner: splitColumnReductions), the partials reduced by a
+// second row kernel.
+TEST_CASE("column reductions: one thread per strided row, the reduced axis split when outputs are few",
+          "[compile][reduction]") {
+  compiler::CompileOptions o;
+  for (DType t : {DType::F32, DType::BF16}) {
+    INFO(dtypeName(t));
+    Graph g;
+    g.output("y", sum(g.input("x", t, {32768, 4096}), {0}));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() >= 2);
+    for (const auto& k : ks) checkKernelArtifacts(k);
+    INFO(ks[0].why << "\n" << ks[0].config);
+    CHECK_THAT(ks[0].why, Contains("rows of [64, 4096, 512]"));
+    CHECK_THAT(ks[0].config, Contains("\"threads_per_row\": 1,"));
+  }
+  {
+    // Enough outputs: no split, the column form itself.
+    Graph g;
+    g.output("y", max(g.input("x", DType::F32, {64, 65536}), {0}));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() == 1);
+    CHECK_THAT(ks[0].why, Contains("rows of [65536, 64]"));
+    CHECK_THAT(ks[0].config, Contains("\"threads_per_row\": 1,"));
+  }
+  {
+    // Inner rows keep their form; a softmax over columns is not split.
+    Graph g;
+    g.output("y", sum(g.input("x", DType::F32, {64, 65536}), {1}));
+    CHECK_THAT(compiler::compileGraph(g, o).kernels.at(0).config, !Contains("\"threads_per_row\": 1,"));
+    Graph h;
+    h.output("y", softmax(h.input("x", DType::F32, {8192, 1024}), 0));
+    const auto ks = compiler::compileGraph(h, o).kernels;
+    CHECK_THAT(ks.at(0).why, Contains("rows of [1024, 8192]"));
+    CHECK_THAT(ks.at(0).config, !Contains("\"threads_per_row\": 1,"));
+  }
+}

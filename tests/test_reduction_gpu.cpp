@@ -540,6 +540,39 @@ TEST_CASE("whole-tensor reductions and few long rows, split into parts, match th
   CHECK(k.compiled().kernels.size() == s.kernels);
 }
 
+// Reductions over a non-last axis: the column form (one thread per strided
+// row), split into parts where the outputs are few (two row kernels and a
+// transpose of the partials), and not split where they are many.
+TEST_CASE("column reductions, split or not, match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  using Op1 = Tensor (*)(const Tensor&, const Axes&, bool, Loc);
+  struct C {
+    std::string name;
+    Op1 op;
+  };
+  const C c = GENERATE(C{"sum", &sum}, C{"mean", &mean}, C{"max", &max}, C{"min", &min}, C{"prod", &prod});
+  const DType t = GENERATE(DType::F32, DType::BF16, DType::I32);
+  if (t == DType::I32 && (c.name == "mean" || c.name == "prod")) return;
+  struct S {
+    std::vector<int64_t> shape;
+    int64_t axis;
+    bool keepdim;
+  };
+  const S s = GENERATE(S{{8192, 1024}, 0, false}, S{{4, 2048, 256}, 1, true}, S{{64, 65536}, 0, false},
+                       S{{1000, 37}, 0, false});
+  Shape shape;
+  for (int64_t d : s.shape) shape.push_back(Dim(d));
+  INFO(c.name << " of " << dtypeName(t) << typeToString(t, shape) << " over axis " << s.axis);
+  Graph g;
+  g.output("y", c.op(g.input("x", t, shape), {s.axis}, s.keepdim, Loc::current()));
+  test::RunOptions o;
+  if (c.name == "prod") o.ranges = {{"x", {0.999, 1.001}}};
+  else if (t == DType::I32) o.ranges = {{"x", {-100, 100}}};
+  else if (c.name == "sum" || c.name == "mean") o.ranges = {{"x", {0.5, 1.5}}};
+  Kernel k = runAndCheck(g, o);
+  INFO(k.explain());
+}
+
 TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {
   test::requireGpu();
   int64_t len = GENERATE(17, 4096, 262144);

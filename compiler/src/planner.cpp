@@ -313,6 +313,119 @@ Graph splitLongReductions(const Graph& g) {
   return ng;
 }
 
+// A reduction over a non-last axis of an input (a column sum) runs as rows
+// of a permuted view, one thread per row (coalesced across the warp) —
+// only as many threads as outputs. splitColumnReductions splits the reduced
+// axis into S parts first: x [.., R, ..] as [.., S, R/S, ..], reduced over
+// R/S (outputs x S threads), then over S (a second kernel: a reduction of
+// a reduction over other rows). The same ops and conditions as
+// splitLongReductions; only inputs (a reshape of a computed value would be
+// written to memory first), static shapes.
+constexpr int64_t kColumnFewThreads = 65536;   // outputs below this split
+constexpr int64_t kColumnMinPart = 256;        // values per part at least
+constexpr int64_t kColumnMaxThreads = 262144;  // outputs x parts at most
+
+Graph splitColumnReductions(const Graph& g) {
+  const int count = g.numNodes();
+  std::vector<std::vector<int>> users(static_cast<size_t>(count));
+  for (int id = 0; id < count; ++id)
+    for (int i : g.node(id).inputs) users[static_cast<size_t>(i)].push_back(id);
+  std::function<bool(int, const Shape&, std::vector<char>&)> reachesDomain = [&](int id, const Shape& domain,
+                                                                                  std::vector<char>& seen) {
+    for (int u : users[static_cast<size_t>(id)]) {
+      if (seen[static_cast<size_t>(u)]++) continue;
+      if (g.node(u).shape == domain || reachesDomain(u, domain, seen)) return true;
+    }
+    return false;
+  };
+  Graph ng;
+  std::map<int, int> map;
+  for (int id : g.canonicalOrder()) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Input) {
+      map[id] = ng.input(n.name, n.dtype, n.shape).id();
+      continue;
+    }
+    if (n.op == Op::Scalar) {
+      map[id] = ng.scalar(n.name, n.dtype).id();
+      continue;
+    }
+    Node c = n;
+    for (int& i : c.inputs) i = map.at(i);
+    int64_t S = 1, a = -1;
+    if (isReduction(n.op) && splittable(n.op) && n.axes.size() == 1 && g.node(n.inputs[0]).op == Op::Input) {
+      const Node& x = g.node(n.inputs[0]);
+      a = n.axes[0];
+      bool fixed = true;
+      int64_t others = 1;
+      for (int i = 0; i < x.rank(); ++i) {
+        fixed = fixed && x.shape[i].isStatic();
+        if (i != a && x.shape[i].isStatic()) others *= x.shape[i].size;
+      }
+      std::vector<char> down(static_cast<size_t>(count), 0);
+      if (fixed && a < x.rank() - 1 && others < kColumnFewThreads && !reachesDomain(id, x.shape, down)) {
+        const int64_t R = x.shape[a].size;
+        while (R % (2 * S) == 0 && R / (2 * S) >= kColumnMinPart && others * 2 * S <= kColumnMaxThreads) S *= 2;
+      }
+    }
+    if (S == 1) {
+      map[id] = ng.addNode(std::move(c));
+      continue;
+    }
+    const Node& x = g.node(n.inputs[0]);
+    const bool widen = isFloat(n.dtype) && n.op != Op::Max && n.op != Op::Min;
+    const DType acc = widen ? DType::F32 : n.dtype;
+    Shape parts;
+    for (int i = 0; i < x.rank(); ++i) {
+      if (i == a) {
+        parts.push_back(Dim(S));
+        parts.push_back(Dim(x.shape[i].size / S));
+      } else {
+        parts.push_back(x.shape[i]);
+      }
+    }
+    Node r;
+    r.op = Op::Reshape;
+    r.dtype = x.dtype;
+    r.shape = parts;
+    r.inputs = {map.at(n.inputs[0])};
+    int cur = ng.addNode(std::move(r));
+    if (widen && x.dtype != DType::F32) {
+      Node cast;
+      cast.op = Op::Cast;
+      cast.dtype = DType::F32;
+      cast.shape = parts;
+      cast.inputs = {cur};
+      cur = ng.addNode(std::move(cast));
+    }
+    Node first = n;
+    first.dtype = acc;
+    first.inputs = {cur};
+    first.axes = {a + 1};
+    first.keepdim = false;
+    first.shape = parts;
+    first.shape.erase(first.shape.begin() + a + 1);
+    cur = ng.addNode(std::move(first));
+    Node second = n;
+    second.dtype = acc;
+    second.inputs = {cur};
+    second.axes = {a};
+    second.shape = n.shape;
+    cur = ng.addNode(std::move(second));
+    if (acc != n.dtype) {
+      Node cast;
+      cast.op = Op::Cast;
+      cast.dtype = n.dtype;
+      cast.shape = n.shape;
+      cast.inputs = {cur};
+      cur = ng.addNode(std::move(cast));
+    }
+    map[id] = cur;
+  }
+  for (const GraphOutput& o : g.outputs()) ng.output(o.name, ng.tensor(map.at(o.node)));
+  return ng;
+}
+
 struct KernelInfo {
   KernelPlan::Kind kind;
   Shape domain;          // row groups: the reductions' operand shape; pointwise: the shape
@@ -821,7 +934,7 @@ void foldGridTails(Plan& plan) {
 Plan planGraph(const Graph& g) {
   // Twice: the first pass may split a reduction into single-axis steps that
   // the second moves to the last axis.
-  Graph ng = splitLongReductions(normalizeReductions(normalizeReductions(mergeEqualNodes(g))));
+  Graph ng = splitLongReductions(normalizeReductions(normalizeReductions(splitColumnReductions(mergeEqualNodes(g)))));
   Planner p(ng);
   Plan plan = p.run();
   foldGridTails(plan);

@@ -2152,6 +2152,24 @@ bool streamsOnce(const Graph& g, const Shape& domain) {
   return true;
 }
 
+// Whether the row graph reads an input (or a reshape or cast of one) through a
+// permute that moves its last (contiguous) axis off the row's axis onto the
+// one before it:
+// the rows' values are strided, consecutive rows adjacent (a column
+// reduction as rows of the permuted view).
+bool stridedRows(const Graph& g) {
+  for (int id = 0; id < g.numNodes(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Permute || n.axes.size() < 2) continue;
+    int src = n.inputs[0];
+    while (g.node(src).op == Op::Reshape || g.node(src).op == Op::Cast) src = g.node(src).inputs[0];
+    if (g.node(src).op != Op::Input) continue;
+    const int64_t last = static_cast<int64_t>(n.axes.size()) - 1;
+    if (n.axes[last] != last && n.axes[last - 1] == last) return true;
+  }
+  return false;
+}
+
 // Bytes of one row of every row-shaped input: what the staged form copies
 // into shared memory per block (at most kMaxStagedRowBytes).
 int64_t stagedRowBytes(const Graph& g, const Shape& d) {
@@ -2200,6 +2218,18 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     const Op op = g.node(id).op;
     variance = variance || op == Op::Var || op == Op::Std;
     heavy = heavy || op == Op::Exp || op == Op::Var || op == Op::Std;
+  }
+  // Rows whose values are strided in memory while consecutive rows are
+  // adjacent (a reduction over a non-last axis: the planner's permuted
+  // view): one thread per row, so a warp's loads read 32 adjacent values of
+  // 32 rows (coalesced), several loads in flight per thread.
+  if (streamsOnce(g, d) && !nd.isDynamic() && stridedRows(g)) {
+    c.vector = 1;
+    c.persistent = false;
+    c.threadsPerRow = 1;
+    c.threads = 128;
+    c.unroll = 8;
+    return c;
   }
   if (streamsOnce(g, d)) {
     // Nothing is written along the row and one pass computes everything:
