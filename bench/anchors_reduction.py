@@ -188,6 +188,9 @@ def rowsum(x):
 def wholesum(x):
     return x.sum()
 
+def colsum(x):
+    return x.sum(0)
+
 def cross_entropy(logits, target):
     return F.cross_entropy(logits.float(), target)
 
@@ -244,7 +247,7 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None
 
 def run_rows(M, N, dtype):
     t = tag(M, N, dtype)
-    names = [f"{o} [{t}]" for o in ("softmax(-1)", "layernorm", "rmsnorm", "sum(-1)", "sum")]
+    names = [f"{o} [{t}]" for o in ("softmax(-1)", "layernorm", "rmsnorm", "sum(-1)", "sum", "sum(0)")]
     if not any(wanted(n) for n in names):
         return
     es = torch.tensor([], dtype=dtype).element_size()
@@ -259,6 +262,7 @@ def run_rows(M, N, dtype):
     run_case(f"sum(-1) [{t}]", rowsum, (x,), MN + M * es, names=["x"])
     if M == 32768 and N == 4096:
         run_case(f"sum [{t}]", wholesum, (x,), MN + es, names=["x"])
+        run_case(f"sum(0) [{t}]", colsum, (x,), MN + N * es, names=["x"])
     if M == 32768 and N == 4096 and dtype == torch.bfloat16:
         r = uniform((M, N), dtype, -2, 2)
         run_case(f"residual+rmsnorm [{t}]", residual_rmsnorm, (x, r, w), 4 * MN + N * es, names=["x", "r", "w"])

@@ -70,8 +70,8 @@ namespace {
 
 // Control: y = x * w, a pointwise kernel that runs the whole harness
 // (inputs, check, timing) with no reduction; selected only by naming it.
-// SumAll: the sum of a whole tensor (one output value).
-enum class Kind { Softmax, LayerNorm, RmsNorm, Sum, SumAll, CrossEntropy, ResidualRmsNorm, Control };
+// SumAll: the sum of a whole tensor (one output value); SumCols: sum(x, 0).
+enum class Kind { Softmax, LayerNorm, RmsNorm, Sum, SumAll, SumCols, CrossEntropy, ResidualRmsNorm, Control };
 
 struct Case {
   Kind kind;
@@ -87,6 +87,7 @@ struct Case {
       case Kind::RmsNorm: return "rmsnorm";
       case Kind::Sum: return "sum(-1)";
       case Kind::SumAll: return "sum";
+      case Kind::SumCols: return "sum(0)";
       case Kind::CrossEntropy: return "cross_entropy";
       case Kind::ResidualRmsNorm: return "residual+rmsnorm";
       case Kind::Control: return "control x*w";
@@ -113,6 +114,8 @@ std::vector<Case> allCases() {
   }
   cs.push_back({Kind::SumAll, 32768, 4096, DType::F32});
   cs.push_back({Kind::SumAll, 32768, 4096, DType::BF16});
+  cs.push_back({Kind::SumCols, 32768, 4096, DType::F32});
+  cs.push_back({Kind::SumCols, 32768, 4096, DType::BF16});
   cs.push_back({Kind::CrossEntropy, 8192, 32768, DType::BF16});
   cs.push_back({Kind::CrossEntropy, 8192, 128256, DType::BF16});
   for (int64_t m : {1, 64, 512}) {
@@ -169,6 +172,9 @@ Graph buildGraph(const Case& c, int64_t rows) {
       break;
     case Kind::SumAll:
       g.output("y", sum(g.input("x", c.dtype, {rows, n})));
+      break;
+    case Kind::SumCols:
+      g.output("y", sum(g.input("x", c.dtype, {rows, n}), 0));
       break;
     case Kind::CrossEntropy: {
       Tensor logits = g.input("x", c.dtype, {rows, n});
@@ -293,6 +299,7 @@ double toleranceFloor(const Case& c) {
   if (c.kind == Kind::Softmax) return 0;
   if (c.kind == Kind::Sum) return std::sqrt(static_cast<double>(c.cols));
   if (c.kind == Kind::SumAll) return std::sqrt(static_cast<double>(c.rows) * static_cast<double>(c.cols));
+  if (c.kind == Kind::SumCols) return std::sqrt(static_cast<double>(c.rows));
   return 1;
 }
 
@@ -409,12 +416,35 @@ double sumRows(const Case& c, const std::vector<int64_t>& rows) {
   return s;
 }
 
+// sum(x, 0) over every row in fp64: each core sums a contiguous range of
+// rows per column, then the ranges in order.
+std::vector<double> sumColumns(const Case& c) {
+  const InputSpec sx = specFor("x");
+  const int64_t parts = hostThreads();
+  std::vector<std::vector<double>> part(parts, std::vector<double>(c.cols, 0.0));
+  parallelFor(parts, [&](int64_t b, int64_t e) {
+    std::vector<char> buf(c.cols * dtypeSize(c.dtype));
+    for (int64_t p = b; p < e; ++p)
+      for (int64_t r = c.rows * p / parts; r < c.rows * (p + 1) / parts; ++r) {
+        fillElements(buf.data(), c.dtype, sx, c.cols, r * c.cols, c.cols);
+        for (int64_t j = 0; j < c.cols; ++j)
+          part[p][j] += c.dtype == DType::F32 ? reinterpret_cast<const float*>(buf.data())[j]
+                                              : bf16BitsToDouble(reinterpret_cast<const uint16_t*>(buf.data())[j]);
+      }
+  }, 1);
+  std::vector<double> total(c.cols, 0.0);
+  for (const auto& v : part)
+    for (int64_t j = 0; j < c.cols; ++j) total[j] += v[j];
+  return total;
+}
+
 // What the device output must be, for the chosen rows of each output (or
 // the whole 0-dim output of cross_entropy).
 struct Expected {
   std::vector<int64_t> rows;        // empty for cross_entropy (0-dim output)
   std::vector<EvalOutput> outputs;  // per graph output: the chosen rows
   double scalar = 0;                // cross_entropy: the mean over every row; SumAll: the sum
+  std::vector<double> columns;      // SumCols: the column sums
   std::string note;                 // what was checked, for the log
   bool selfCheckOk = true;          // cross_entropy: host loop == evaluator
   std::string selfCheck;
@@ -425,6 +455,30 @@ Expected expectedFor(const Case& c) {
   std::vector<int64_t> rows = checkRows(c);
   Graph small = buildGraph(c, static_cast<int64_t>(rows.size()));
   std::vector<EvalOutput> ref = evaluate(small, subsetInputs(c, small, rows));
+  if (c.kind == Kind::SumCols) {
+    // The evaluator's column sums over the check rows check the host loop's
+    // arithmetic (the same rows summed the same way); then every row.
+    std::vector<double> host(c.cols, 0.0);
+    {
+      const InputSpec sx = specFor("x");
+      std::vector<char> buf(c.cols * dtypeSize(c.dtype));
+      for (int64_t r : rows) {
+        fillElements(buf.data(), c.dtype, sx, c.cols, r * c.cols, c.cols);
+        for (int64_t j = 0; j < c.cols; ++j)
+          host[j] += c.dtype == DType::F32 ? reinterpret_cast<const float*>(buf.data())[j]
+                                           : bf16BitsToDouble(reinterpret_cast<const uint16_t*>(buf.data())[j]);
+      }
+    }
+    double worst = 0;
+    for (int64_t j = 0; j < c.cols; ++j)
+      worst = std::max(worst, std::fabs(host[j] - ref.at(0).exact.at(j)) / std::max(1.0, std::fabs(host[j])));
+    ex.selfCheckOk = worst <= 1e-9;
+    ex.selfCheck = "host fp64 loop vs reference evaluator on " + std::to_string(rows.size()) +
+                   " rows: max rel difference " + std::to_string(worst);
+    ex.columns = sumColumns(c);
+    ex.note = "column sums over all " + std::to_string(c.rows) + " rows (fp64 host loop; " + ex.selfCheck + ")";
+    return ex;
+  }
   if (c.kind == Kind::SumAll) {
     // The evaluator's sum over the check rows checks the host loop; the host
     // loop then sums every row.
@@ -628,7 +682,18 @@ bool runCase(const Case& c) {
     double tol = 0;
     auto check = [&] {
       Mismatch mm;
-      if (c.kind == Kind::SumAll) {
+      if (c.kind == Kind::SumCols) {
+        const DType dt = g.node(g.outputs().at(0).node).dtype;
+        HostTensor got(dt, {c.cols});
+        outs.at(0).download(got.data(), c.cols * dtypeSize(dt));
+        tol = tolerance(dt);
+        for (int64_t j = 0; j < c.cols; ++j)
+          compareValue(mm, got.get(j), ex.columns[j], tol, toleranceFloor(c), "column " + std::to_string(j));
+        if (!ex.selfCheckOk) {
+          ++mm.bad;
+          mm.first = "reference disagreement: " + ex.selfCheck;
+        }
+      } else if (c.kind == Kind::SumAll) {
         const DType dt = g.node(g.outputs().at(0).node).dtype;
         HostTensor got(dt, {});
         outs.at(0).download(got.data(), dtypeSize(dt));
@@ -784,6 +849,11 @@ int referenceOnly(const std::vector<Case>& cases) {
     std::printf("%-40s reference: %s, %.2f s%s\n", c.name().c_str(), ex.note.c_str(), s,
                 ex.selfCheckOk ? "" : "  SELF-CHECK FAIL");
     if (c.kind == Kind::CrossEntropy || c.kind == Kind::SumAll) std::printf("    %s %.9g\n", c.kind == Kind::SumAll ? "sum" : "mean loss", ex.scalar);
+    if (c.kind == Kind::SumCols) {
+      double t = 0;
+      for (double v : ex.columns) t += v;
+      std::printf("    total of the column sums %.9g\n", t);
+    }
     if (!ex.selfCheckOk) ++failed;
   }
   return failed;
