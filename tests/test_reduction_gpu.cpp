@@ -60,6 +60,21 @@ std::vector<test::GraphCase> everyRowCase(int64_t len) {
 // Sets element `col` of row `row` of a [rows, len] input.
 void setAt(HostTensor& t, int64_t row, int64_t col, double v) { t.set(row * t.shape().back() + col, v); }
 
+// Products of millions of f32 values are not comparable with an fp64 one:
+// values near 1 (no overflow) lose about 7e-9 per value to f32 rounding
+// (its grid is twice as fine below 1 as above), 12% over 2048 x 8192 values
+// in [0.9999, 1.0001] (session 16; a CPU simulation of the kernel's order
+// gives the same). The split tests' products draw +-1 instead: exact at any
+// length, and a part dropped or taken twice flips the sign half the time.
+// (Product numerics over rows: the sweep's values near 1.)
+void signsOnly(test::RunOptions& o) {
+  o.ranges = {{"x", {-1, 1}}};
+  o.prepare = [](EvalInputs& in) {
+    HostTensor& x = in.tensors.at("x");
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, x.get(i) < 0 ? -1.0 : 1.0);
+  };
+}
+
 }  // namespace
 
 // Each case of a list is a run of its own (GENERATE over its index), so a
@@ -501,7 +516,7 @@ TEST_CASE("rows looped by the blocks that fit at once (row_loop, no cluster) mat
 // Terminal reductions over few long rows split into parts (the planner's
 // splitLongReductions): a whole tensor in one kernel whose grid tail reduces
 // the parts in order, a few long rows in two kernels; every splittable op, f32,
-// bf16 and i32; prod over values near 1 (no overflow).
+// bf16 and i32; prod over +-1 (signsOnly).
 TEST_CASE("whole-tensor reductions and few long rows, split into parts, match the reference", "[gpu][reduction]") {
   test::requireGpu();
   using Op1 = Tensor (*)(const Tensor&, const Axes&, bool, Loc);
@@ -526,8 +541,7 @@ TEST_CASE("whole-tensor reductions and few long rows, split into parts, match th
   Graph g;
   g.output("y", c.op(g.input("x", t, shape), s.axes, s.keepdim, Loc::current()));
   test::RunOptions o;
-  // prod: values near 1.
-  if (c.name == "prod") o.ranges = {{"x", {0.9999, 1.0001}}};
+  if (c.name == "prod") signsOnly(o);
   else if (t == DType::I32) o.ranges = {{"x", {-100, 100}}};
   // A sum of millions of f32 values in another order: relative to its
   // magnitude, with the inputs' mean kept away from 0.
@@ -541,9 +555,10 @@ TEST_CASE("whole-tensor reductions and few long rows, split into parts, match th
 }
 
 // Reductions over a non-last axis: the column form (one thread per strided
-// row), split into parts where the outputs are few (two row kernels and a
-// transpose of the partials), and not split where they are many.
-TEST_CASE("column reductions, split or not, match the reference", "[gpu][reduction]") {
+// row), split into parts where the outputs are few (two row kernels, the
+// second reading the partials through a permuted view), and not split where
+// they are many.
+TEST_CASE("column reductions (split into parts or not) match the reference", "[gpu][reduction]") {
   test::requireGpu();
   using Op1 = Tensor (*)(const Tensor&, const Axes&, bool, Loc);
   struct C {
@@ -566,7 +581,7 @@ TEST_CASE("column reductions, split or not, match the reference", "[gpu][reducti
   Graph g;
   g.output("y", c.op(g.input("x", t, shape), {s.axis}, s.keepdim, Loc::current()));
   test::RunOptions o;
-  if (c.name == "prod") o.ranges = {{"x", {0.999, 1.001}}};
+  if (c.name == "prod") signsOnly(o);
   else if (t == DType::I32) o.ranges = {{"x", {-100, 100}}};
   else if (c.name == "sum" || c.name == "mean") o.ranges = {{"x", {0.5, 1.5}}};
   Kernel k = runAndCheck(g, o);

@@ -453,6 +453,7 @@ class Planner {
   void cut(int id, int kernel, std::set<std::pair<int, int>>& seen);
   void materialize(int id, int owner, int consumer, const std::string& reason);
   bool sharesInput(int id, const Shape& domain);
+  bool onlyReducedBy(int id, int kernel) const;
   std::set<int> inputsOf(int id);
 
   const Graph& g_;
@@ -502,6 +503,19 @@ bool Planner::fits(int id, int k) const {
     return out;
   };
   return nonUnit(s) == nonUnit(Shape(d.begin(), d.end() - 1));
+}
+
+// Whether every user of node `id` is a reduction of kernel `kernel`'s group.
+bool Planner::onlyReducedBy(int id, int kernel) const {
+  bool any = false;
+  for (int u = 0; u < g_.numNodes(); ++u) {
+    const Node& n = g_.node(u);
+    if (std::find(n.inputs.begin(), n.inputs.end(), id) == n.inputs.end()) continue;
+    auto it = groupOf_.find(u);
+    if (it == groupOf_.end() || it->second != kernel) return false;
+    any = true;
+  }
+  return any;
 }
 
 std::set<int> Planner::inputsOf(int id) {
@@ -603,6 +617,17 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
       cut(n.inputs[0], kernel, seen);
       return;
     }
+  }
+  // A permuted view of another kernel's value that only this kernel's
+  // reductions read (the split column reduction's partials, reduced over
+  // their parts): the other kernel stores the operand and this one reads it
+  // through the view, as it reads a permuted graph input (the row
+  // heuristic's column form), instead of a pointwise kernel storing a
+  // transposed copy.
+  if (n.op == Op::Permute && ki.kind == KernelPlan::Kind::RowReduction && !foreign.empty() &&
+      !coneGroups(n.inputs[0]).count(kernel) && onlyReducedBy(id, kernel)) {
+    cut(n.inputs[0], kernel, seen);
+    return;
   }
   // A value needing reductions of other kernels: store it from the kernel
   // that can compute it, as high up the expression as possible.

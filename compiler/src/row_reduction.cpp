@@ -2595,14 +2595,14 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
 void applyRowOverride(RowConfig& c, const std::string& text) {
   applyIntegerOverrides(text, "row_reduction",
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
-                        "2, 4, 8; persistent: 0 or 1; unroll: 1..8; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
+                        "2, 4, 8; persistent: 0 or 1; unroll: 1..16; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
                         "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
                           else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8)) c.vector = static_cast<int>(v);
                           else if (key == "persistent" && (v == 0 || v == 1)) c.persistent = v == 1;
-                          else if (key == "unroll" && v >= 1 && v <= 8) c.unroll = static_cast<int>(v);
+                          else if (key == "unroll" && v >= 1 && v <= 16) c.unroll = static_cast<int>(v);
                           else if (key == "cluster" && isPow2(v) && v <= 16) c.cluster = static_cast<int>(v);
                           else if (key == "row_loop" && (v == 0 || v == 1)) c.rowLoop = c.plainRowLoop = v == 1;
                           else if (key == "stage" && (v == 0 || v == 1)) c.stage = v == 1;
