@@ -2202,11 +2202,17 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   // Looped form: 4 vectors (64 B) per thread per step in flight.
   c.unroll = 4;
   // The row-shaped inputs: their bytes per column, their count, and whether
-  // every one is 16-bit.
+  // every one is 16-bit. Row-shaped: the domain's shape, or reshaped to it
+  // (the planner's parts of a whole tensor; not a permuted view).
+  auto reshapedToDomain = [&](int input) {
+    for (int id = 0; id < g.numNodes(); ++id)
+      if (g.node(id).op == Op::Reshape && g.node(id).inputs[0] == input && g.node(id).shape == d) return true;
+    return false;
+  };
   int rowBytes = 0, rowInputs = 0;
   bool narrow = true;
   for (int id : g.params())
-    if (g.node(id).op == Op::Input && g.node(id).shape == d) {
+    if (g.node(id).op == Op::Input && (g.node(id).shape == d || reshapedToDomain(id))) {
       rowBytes += dtypeSize(g.node(id).dtype);
       ++rowInputs;
       narrow = narrow && dtypeSize(g.node(id).dtype) == 2;
