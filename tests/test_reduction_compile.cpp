@@ -991,6 +991,15 @@ TEST_CASE("a plain row loop (row_loop 1, no cluster): every composite spill-free
                                       Reduction::None));
     CHECK_THAT(compiler::compileGraph(rows, o).kernels.at(0).config, !Contains("row_loop"));
   }
+  // A light grid tail (a whole tensor's sum in parts) does not loop.
+  for (DType t : {DType::F32, DType::BF16}) {
+    Graph whole;
+    whole.output("s", sum(whole.input("x", t, {32768, 4096}), {0, 1}));
+    const auto ks = compiler::compileGraph(whole, o).kernels;
+    REQUIRE(ks.size() == 1);
+    CHECK_THAT(ks[0].why, Contains("grid tail"));
+    CHECK_THAT(ks[0].config, !Contains("row_loop"));
+  }
 }
 
 // A cluster row loop's rows alternate between two sets of the block trees'

@@ -2258,7 +2258,11 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     // 475.0 -> 477.6 and 477.5. Without a tail row loops lose
     // (sum bf16 32768x4096 67.8 -> 71.6, f32 128.0 -> 129.3: a block barrier
     // per row).
-    c.plainRowLoop = gridTail && N <= 32768;
+    // Only with heavy work per value (exps): a whole tensor's bf16 sum in
+    // parts (a grid tail, 4096 rows of 32768) measured 74.1 and 73.7 us with
+    // the loop, 70.4 and 70.7 without (session 16 call 3; f32 at 128
+    // threads: 134.1 vs 133.9 us, call 2).
+    c.plainRowLoop = gridTail && heavy && N <= 32768;
     // No L2 hints (evict) here: evict_first on one pass measured 1.3-3.3%
     // faster for sum bf16 4096x32768 at 256 and 512 threads (session 8 call
     // 10), but with this heuristic's 128 threads (call 11) sums of f32 lost
