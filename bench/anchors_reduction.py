@@ -232,7 +232,7 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None
         launch(); torch.cuda.synchronize()
         ref = eager_fn(*[a.float() if a.is_floating_point() else a for a in args])
         ref = ref if isinstance(ref, tuple) else (ref,)
-        err = max((o.float() - r.float()).abs().max().item() for o, r in zip(outs.values(), ref))
+        err = max((o.float() - r.float()).abs().max().item() for o, r in zip(kiln.results(op, outs), ref))
         report(op, "kiln (do_bench)", bench(launch), nbytes, f"(max abs err {err:.1e}; kiln's exported cubin)")
         if small:
             report(op, "kiln", graph_replay(launch), nbytes, GRAPH, flushed=False, graph=True)

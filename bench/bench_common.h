@@ -57,7 +57,7 @@ inline void exportKernel(const std::string& op, const Kernel& k) {
     for (const Dim& d : t.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d.size);
     tensors += std::string(tensors.empty() ? "" : ", ") + "{\"name\": \"" + t.name + "\", \"dtype\": \"" +
                std::string(dtypeName(t.dtype)) + "\", \"shape\": [" + shape + "], \"output\": " +
-               (t.output ? "true" : "false") + "}";
+               (t.output ? "true" : "false") + ", \"workspace\": " + (t.workspace ? "true" : "false") + "}";
   }
   std::string quoted;
   for (char c : op) quoted += c == '"' ? std::string("\\\"") : std::string(1, c);

@@ -41,6 +41,12 @@ class KilnKernels:
                 outs[t["name"]] = torch.full(t["shape"], fill, dtype=dt, device="cuda")
         return outs
 
+    def results(self, op, outs):
+        """The graph's outputs among `outs` (outputs(op)), without the
+        workspace a grid tail writes (its partials and block counter)."""
+        ws = {t["name"] for t in self.by_op.get(op, {}).get("tensors", []) if t.get("workspace")}
+        return [v for name, v in outs.items() if name not in ws]
+
     def launcher(self, op, tensors):
         """A function launching `op`'s kernel on `tensors` (by name), or None."""
         k = self.by_op.get(op)
