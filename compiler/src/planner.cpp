@@ -206,20 +206,34 @@ int64_t splitParts(int64_t R, int64_t N) {
   return S;
 }
 
-Graph splitLongReductions(const Graph& g) {
-  const int count = g.numNodes();
-  std::vector<std::vector<int>> users(static_cast<size_t>(count));
-  for (int id = 0; id < count; ++id)
-    for (int i : g.node(id).inputs) users[static_cast<size_t>(i)].push_back(id);
-  // Whether a node downstream of `id` has the shape `domain`.
-  std::function<bool(int, const Shape&, std::vector<char>&)> reachesDomain = [&](int id, const Shape& domain,
-                                                                                  std::vector<char>& seen) {
-    for (int u : users[static_cast<size_t>(id)]) {
+// Whether a node downstream of `id` has the shape `domain` (a reduction's
+// result broadcast back over its rows): the split passes leave those alone.
+class Downstream {
+ public:
+  explicit Downstream(const Graph& g) : g_(g), users_(static_cast<size_t>(g.numNodes())) {
+    for (int id = 0; id < g.numNodes(); ++id)
+      for (int i : g.node(id).inputs) users_[static_cast<size_t>(i)].push_back(id);
+  }
+  bool reaches(int id, const Shape& domain) const {
+    std::vector<char> seen(users_.size(), 0);
+    return reaches(id, domain, seen);
+  }
+
+ private:
+  bool reaches(int id, const Shape& domain, std::vector<char>& seen) const {
+    for (int u : users_[static_cast<size_t>(id)]) {
       if (seen[static_cast<size_t>(u)]++) continue;
-      if (g.node(u).shape == domain || reachesDomain(u, domain, seen)) return true;
+      if (g_.node(u).shape == domain || reaches(u, domain, seen)) return true;
     }
     return false;
-  };
+  }
+  const Graph& g_;
+  std::vector<std::vector<int>> users_;
+};
+
+Graph splitLongReductions(const Graph& g) {
+  const int count = g.numNodes();
+  const Downstream downstream(g);
   std::function<bool(int, std::vector<char>&)> fromReduction = [&](int id, std::vector<char>& seen) {
     if (seen[static_cast<size_t>(id)]++) return false;
     const Node& n = g.node(id);
@@ -251,9 +265,9 @@ Graph splitLongReductions(const Graph& g) {
         fixed = fixed && x.shape[a].isStatic();
         if (x.shape[a].isStatic()) R *= x.shape[a].size;
       }
-      std::vector<char> down(static_cast<size_t>(count), 0), up(static_cast<size_t>(count), 0);
+      std::vector<char> up(static_cast<size_t>(count), 0);
       if (fixed && (S = splitParts(R, x.shape.back().size)) > 1 &&
-          (reachesDomain(id, x.shape, down) || fromReduction(n.inputs[0], up)))
+          (downstream.reaches(id, x.shape) || fromReduction(n.inputs[0], up)))
         S = 1;
     }
     if (S == 1) {
@@ -326,18 +340,7 @@ constexpr int64_t kColumnMinPart = 256;        // values per part at least
 constexpr int64_t kColumnMaxThreads = 262144;  // outputs x parts at most
 
 Graph splitColumnReductions(const Graph& g) {
-  const int count = g.numNodes();
-  std::vector<std::vector<int>> users(static_cast<size_t>(count));
-  for (int id = 0; id < count; ++id)
-    for (int i : g.node(id).inputs) users[static_cast<size_t>(i)].push_back(id);
-  std::function<bool(int, const Shape&, std::vector<char>&)> reachesDomain = [&](int id, const Shape& domain,
-                                                                                  std::vector<char>& seen) {
-    for (int u : users[static_cast<size_t>(id)]) {
-      if (seen[static_cast<size_t>(u)]++) continue;
-      if (g.node(u).shape == domain || reachesDomain(u, domain, seen)) return true;
-    }
-    return false;
-  };
+  const Downstream downstream(g);
   Graph ng;
   std::map<int, int> map;
   for (int id : g.canonicalOrder()) {
@@ -362,8 +365,7 @@ Graph splitColumnReductions(const Graph& g) {
         fixed = fixed && x.shape[i].isStatic();
         if (i != a && x.shape[i].isStatic()) others *= x.shape[i].size;
       }
-      std::vector<char> down(static_cast<size_t>(count), 0);
-      if (fixed && a < x.rank() - 1 && others < kColumnFewThreads && !reachesDomain(id, x.shape, down)) {
+      if (fixed && a < x.rank() - 1 && others < kColumnFewThreads && !downstream.reaches(id, x.shape)) {
         const int64_t R = x.shape[a].size;
         while (R % (2 * S) == 0 && R / (2 * S) >= kColumnMinPart && others * 2 * S <= kColumnMaxThreads) S *= 2;
       }
