@@ -22,32 +22,40 @@ bool innerForm(const Graph& g, const Node& n) {
   return x.rank() >= 1 && n.axes.size() == 1 && n.axes[0] == x.rank() - 1;
 }
 
-}  // namespace
-
-Graph normalizeReductions(const Graph& g) {
+// Rebuilds g in canonical order: parameters are declared again as they
+// are; every other node reaches `rewrite` as a copy whose inputs are
+// already ids in ng, and `rewrite` adds what stands for it to ng and
+// returns that id. Outputs keep their names.
+Graph rewriteNodes(const Graph& g, const std::function<int(Graph& ng, int id, Node c)>& rewrite) {
   Graph ng;
   std::map<int, int> map;
   for (int id : g.canonicalOrder()) {
     const Node& n = g.node(id);
     if (n.op == Op::Input) {
       map[id] = ng.input(n.name, n.dtype, n.shape).id();
-      continue;
-    }
-    if (n.op == Op::Scalar) {
+    } else if (n.op == Op::Scalar) {
       map[id] = ng.scalar(n.name, n.dtype).id();
-      continue;
+    } else {
+      Node c = n;
+      for (int& i : c.inputs) i = map.at(i);
+      map[id] = rewrite(ng, id, std::move(c));
     }
-    Node c = n;
-    for (int& i : c.inputs) i = map.at(i);
-    if (!isReduction(n.op) || innerForm(g, n)) {
-      map[id] = ng.addNode(std::move(c));
-      continue;
-    }
+  }
+  for (const GraphOutput& o : g.outputs()) ng.output(o.name, ng.tensor(map.at(o.node)));
+  return ng;
+}
+
+}  // namespace
+
+Graph normalizeReductions(const Graph& g) {
+  return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
+    const Node& n = g.node(id);
+    if (!isReduction(n.op) || innerForm(g, n)) return ng.addNode(std::move(c));
     // Rewrite: operand → permute (kept axes first, reduced axes last) →
     // reshape (merge the reduced axes) → reduce the last axis → reshape to
     // the original result shape.
     const Node& x = g.node(n.inputs[0]);
-    int cur = map.at(n.inputs[0]);
+    int cur = c.inputs[0];
     Shape kept, reducedDims;
     std::vector<int64_t> perm;
     for (int a = 0; a < x.rank(); ++a)
@@ -76,7 +84,7 @@ Graph normalizeReductions(const Graph& g) {
         (n.op == Op::Sum || n.op == Op::Mean || n.op == Op::Max || n.op == Op::Min || n.op == Op::Prod)) {
       // Rows of equal length: reducing one axis at a time (the last first)
       // gives the same value (a mean of equal-size means is the mean).
-      int prev = map.at(n.inputs[0]);
+      int prev = c.inputs[0];
       Shape shape = x.shape;
       std::vector<int64_t> axes = n.axes;
       for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
@@ -93,8 +101,7 @@ Graph normalizeReductions(const Graph& g) {
       r.dtype = n.dtype;
       r.shape = n.shape;
       r.inputs = {prev};
-      map[id] = ng.addNode(std::move(r));
-      continue;
+      return ng.addNode(std::move(r));
     }
     if (reducedDims.size() != 1) {
       int64_t len = 1;
@@ -127,10 +134,8 @@ Graph normalizeReductions(const Graph& g) {
       r.inputs = {cur};
       cur = ng.addNode(std::move(r));
     }
-    map[id] = cur;
-  }
-  for (const GraphOutput& o : g.outputs()) ng.output(o.name, ng.tensor(map.at(o.node)));
-  return ng;
+    return cur;
+  });
 }
 
 namespace {
@@ -142,21 +147,8 @@ namespace {
 Graph mergeEqualNodes(const Graph& g) {
   std::set<int> outputs;
   for (const GraphOutput& o : g.outputs()) outputs.insert(o.node);
-  Graph ng;
-  std::map<int, int> map;
   std::map<std::string, int> seen;  // a node's description -> its id in ng
-  for (int id : g.canonicalOrder()) {
-    const Node& n = g.node(id);
-    if (n.op == Op::Input) {
-      map[id] = ng.input(n.name, n.dtype, n.shape).id();
-      continue;
-    }
-    if (n.op == Op::Scalar) {
-      map[id] = ng.scalar(n.name, n.dtype).id();
-      continue;
-    }
-    Node c = n;
-    for (int& i : c.inputs) i = map.at(i);
+  return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
     std::ostringstream key;
     key.precision(17);
     key << static_cast<int>(c.op) << '|' << static_cast<int>(c.dtype) << '|' << shapeToString(c.shape) << '|' << c.weak
@@ -165,19 +157,11 @@ Graph mergeEqualNodes(const Graph& g) {
     for (int i : c.inputs) key << ' ' << i;
     key << "|ax";
     for (int64_t a : c.axes) key << ' ' << a;
-    if (!outputs.count(id)) {
-      auto [it, fresh] = seen.emplace(key.str(), -1);
-      if (!fresh) {
-        map[id] = it->second;
-        continue;
-      }
-      it->second = map[id] = ng.addNode(std::move(c));
-      continue;
-    }
-    map[id] = ng.addNode(std::move(c));
-  }
-  for (const GraphOutput& o : g.outputs()) ng.output(o.name, ng.tensor(map.at(o.node)));
-  return ng;
+    if (outputs.count(id)) return ng.addNode(std::move(c));
+    auto [it, fresh] = seen.emplace(key.str(), -1);
+    if (fresh) it->second = ng.addNode(std::move(c));
+    return it->second;
+  });
 }
 
 // A terminal reduction over few long rows (a whole tensor's sum, say) ran
@@ -195,6 +179,38 @@ constexpr int64_t kSplitTargetRows = 4096;  // rows x parts at most
 
 bool splittable(Op op) {
   return op == Op::Sum || op == Op::Mean || op == Op::Max || op == Op::Min || op == Op::Prod;
+}
+
+// Reduction n over its operand reshaped into parts (node `cur` of ng): over
+// each part's values (axis `inner`), then over the parts (axis `outer`,
+// before `inner`) into n's shape. Floats sum, average and multiply their
+// parts in f32, then cast to n's dtype.
+int reduceInParts(Graph& ng, const Node& n, int cur, int64_t outer, int64_t inner) {
+  const bool widen = isFloat(n.dtype) && n.op != Op::Max && n.op != Op::Min;
+  const DType acc = widen ? DType::F32 : n.dtype;
+  auto castTo = [&](int v, DType t) {
+    Node cast;
+    cast.op = Op::Cast;
+    cast.dtype = t;
+    cast.shape = ng.node(v).shape;
+    cast.inputs = {v};
+    return ng.addNode(std::move(cast));
+  };
+  if (widen && ng.node(cur).dtype != DType::F32) cur = castTo(cur, DType::F32);
+  Node first = n;
+  first.dtype = acc;
+  first.inputs = {cur};
+  first.axes = {inner};
+  first.keepdim = false;
+  first.shape = ng.node(cur).shape;
+  first.shape.erase(first.shape.begin() + inner);
+  Node second = n;
+  second.dtype = acc;
+  second.inputs = {ng.addNode(std::move(first))};
+  second.axes = {outer};
+  second.shape = n.shape;
+  cur = ng.addNode(std::move(second));
+  return acc == n.dtype ? cur : castTo(cur, n.dtype);
 }
 
 // The parts for a reduction over rows of N values, R rows: 1 where it
@@ -242,20 +258,8 @@ Graph splitLongReductions(const Graph& g) {
       if (fromReduction(i, seen)) return true;
     return false;
   };
-  Graph ng;
-  std::map<int, int> map;
-  for (int id : g.canonicalOrder()) {
+  return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
     const Node& n = g.node(id);
-    if (n.op == Op::Input) {
-      map[id] = ng.input(n.name, n.dtype, n.shape).id();
-      continue;
-    }
-    if (n.op == Op::Scalar) {
-      map[id] = ng.scalar(n.name, n.dtype).id();
-      continue;
-    }
-    Node c = n;
-    for (int& i : c.inputs) i = map.at(i);
     int64_t S = 1;
     if (isReduction(n.op) && splittable(n.op) && innerForm(g, n)) {
       const Node& x = g.node(n.inputs[0]);
@@ -270,18 +274,12 @@ Graph splitLongReductions(const Graph& g) {
           (downstream.reaches(id, x.shape) || fromReduction(n.inputs[0], up)))
         S = 1;
     }
-    if (S == 1) {
-      map[id] = ng.addNode(std::move(c));
-      continue;
-    }
+    if (S == 1) return ng.addNode(std::move(c));
     const Node& x = g.node(n.inputs[0]);
     const int64_t N = x.shape.back().size;
-    // Floats sum, average and multiply their parts in f32, then cast.
-    const bool widen = isFloat(n.dtype) && n.op != Op::Max && n.op != Op::Min;
-    const DType acc = widen ? DType::F32 : n.dtype;
     // The parts as a reshape of the operand (of what a reshape reshapes:
     // a reshape of a computed reshape would be written to memory first).
-    int cur = map.at(n.inputs[0]);
+    int cur = c.inputs[0];
     while (ng.node(cur).op == Op::Reshape) cur = ng.node(cur).inputs[0];
     Shape parts(x.shape.begin(), x.shape.end() - 1);
     parts.push_back(Dim(S));
@@ -291,40 +289,9 @@ Graph splitLongReductions(const Graph& g) {
     r.shape = parts;
     r.shape.push_back(Dim(N / S));
     r.inputs = {cur};
-    cur = ng.addNode(std::move(r));
-    if (widen && x.dtype != DType::F32) {
-      Node cast;
-      cast.op = Op::Cast;
-      cast.dtype = DType::F32;
-      cast.shape = ng.node(cur).shape;
-      cast.inputs = {cur};
-      cur = ng.addNode(std::move(cast));
-    }
-    Node first = n;
-    first.dtype = acc;
-    first.inputs = {cur};
-    first.axes = {static_cast<int64_t>(parts.size())};
-    first.keepdim = false;
-    first.shape = parts;
-    cur = ng.addNode(std::move(first));
-    Node second = n;
-    second.dtype = acc;
-    second.inputs = {cur};
-    second.axes = {static_cast<int64_t>(parts.size()) - 1};
-    second.shape = n.shape;
-    cur = ng.addNode(std::move(second));
-    if (acc != n.dtype) {
-      Node cast;
-      cast.op = Op::Cast;
-      cast.dtype = n.dtype;
-      cast.shape = n.shape;
-      cast.inputs = {cur};
-      cur = ng.addNode(std::move(cast));
-    }
-    map[id] = cur;
-  }
-  for (const GraphOutput& o : g.outputs()) ng.output(o.name, ng.tensor(map.at(o.node)));
-  return ng;
+    return reduceInParts(ng, n, ng.addNode(std::move(r)), static_cast<int64_t>(parts.size()) - 1,
+                         static_cast<int64_t>(parts.size()));
+  });
 }
 
 // A reduction over a non-last axis of an input (a column sum) runs as rows
@@ -341,20 +308,8 @@ constexpr int64_t kColumnMaxThreads = 262144;  // outputs x parts at most
 
 Graph splitColumnReductions(const Graph& g) {
   const Downstream downstream(g);
-  Graph ng;
-  std::map<int, int> map;
-  for (int id : g.canonicalOrder()) {
+  return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
     const Node& n = g.node(id);
-    if (n.op == Op::Input) {
-      map[id] = ng.input(n.name, n.dtype, n.shape).id();
-      continue;
-    }
-    if (n.op == Op::Scalar) {
-      map[id] = ng.scalar(n.name, n.dtype).id();
-      continue;
-    }
-    Node c = n;
-    for (int& i : c.inputs) i = map.at(i);
     int64_t S = 1, a = -1;
     if (isReduction(n.op) && splittable(n.op) && n.axes.size() == 1 && g.node(n.inputs[0]).op == Op::Input) {
       const Node& x = g.node(n.inputs[0]);
@@ -370,13 +325,8 @@ Graph splitColumnReductions(const Graph& g) {
         while (R % (2 * S) == 0 && R / (2 * S) >= kColumnMinPart && others * 2 * S <= kColumnMaxThreads) S *= 2;
       }
     }
-    if (S == 1) {
-      map[id] = ng.addNode(std::move(c));
-      continue;
-    }
+    if (S == 1) return ng.addNode(std::move(c));
     const Node& x = g.node(n.inputs[0]);
-    const bool widen = isFloat(n.dtype) && n.op != Op::Max && n.op != Op::Min;
-    const DType acc = widen ? DType::F32 : n.dtype;
     Shape parts;
     for (int i = 0; i < x.rank(); ++i) {
       if (i == a) {
@@ -390,42 +340,9 @@ Graph splitColumnReductions(const Graph& g) {
     r.op = Op::Reshape;
     r.dtype = x.dtype;
     r.shape = parts;
-    r.inputs = {map.at(n.inputs[0])};
-    int cur = ng.addNode(std::move(r));
-    if (widen && x.dtype != DType::F32) {
-      Node cast;
-      cast.op = Op::Cast;
-      cast.dtype = DType::F32;
-      cast.shape = parts;
-      cast.inputs = {cur};
-      cur = ng.addNode(std::move(cast));
-    }
-    Node first = n;
-    first.dtype = acc;
-    first.inputs = {cur};
-    first.axes = {a + 1};
-    first.keepdim = false;
-    first.shape = parts;
-    first.shape.erase(first.shape.begin() + a + 1);
-    cur = ng.addNode(std::move(first));
-    Node second = n;
-    second.dtype = acc;
-    second.inputs = {cur};
-    second.axes = {a};
-    second.shape = n.shape;
-    cur = ng.addNode(std::move(second));
-    if (acc != n.dtype) {
-      Node cast;
-      cast.op = Op::Cast;
-      cast.dtype = n.dtype;
-      cast.shape = n.shape;
-      cast.inputs = {cur};
-      cur = ng.addNode(std::move(cast));
-    }
-    map[id] = cur;
-  }
-  for (const GraphOutput& o : g.outputs()) ng.output(o.name, ng.tensor(map.at(o.node)));
-  return ng;
+    r.inputs = {c.inputs[0]};
+    return reduceInParts(ng, n, ng.addNode(std::move(r)), a, a + 1);
+  });
 }
 
 struct KernelInfo {
