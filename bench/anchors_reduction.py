@@ -191,6 +191,13 @@ def wholesum(x):
 def colsum(x):
     return x.sum(0)
 
+def sumsq(x):
+    xf = x.float()
+    return (xf * xf).sum()
+
+def gradcols(r, x):
+    return (r.float() * x.float()).sum(0)
+
 def cross_entropy(logits, target):
     return F.cross_entropy(logits.float(), target)
 
@@ -247,7 +254,8 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None
 
 def run_rows(M, N, dtype):
     t = tag(M, N, dtype)
-    names = [f"{o} [{t}]" for o in ("softmax(-1)", "layernorm", "rmsnorm", "sum(-1)", "sum", "sum(0)")]
+    names = [f"{o} [{t}]" for o in ("softmax(-1)", "layernorm", "rmsnorm", "sum(-1)", "sum", "sum(0)", "sum(x*x)",
+                                     "sum(r*x,0)", "residual+rmsnorm")]
     if not any(wanted(n) for n in names):
         return
     es = torch.tensor([], dtype=dtype).element_size()
@@ -263,9 +271,12 @@ def run_rows(M, N, dtype):
     if M == 32768 and N == 4096:
         run_case(f"sum [{t}]", wholesum, (x,), MN + es, names=["x"])
         run_case(f"sum(0) [{t}]", colsum, (x,), MN + N * es, names=["x"])
-    if M == 32768 and N == 4096 and dtype == torch.bfloat16:
+        run_case(f"sum(x*x) [{t}]", sumsq, (x,), MN + 4, names=["x"])
         r = uniform((M, N), dtype, -2, 2)
-        run_case(f"residual+rmsnorm [{t}]", residual_rmsnorm, (x, r, w), 4 * MN + N * es, names=["x", "r", "w"])
+        run_case(f"sum(r*x,0) [{t}]", gradcols, (r, x), 2 * MN + N * 4, names=["r", "x"])
+        if dtype == torch.bfloat16:
+            run_case(f"residual+rmsnorm [{t}]", residual_rmsnorm, (x, r, w), 4 * MN + N * es,
+                     names=["x", "r", "w"])
         del r
     del x
 

@@ -71,6 +71,9 @@ namespace {
 // Control: y = x * w, a pointwise kernel that runs the whole harness
 // (inputs, check, timing) with no reduction; selected only by naming it.
 // SumAll: the sum of a whole tensor (one output value); SumCols: sum(x, 0).
+// With `product`, they sum x*x and r*x instead (in f32): a sum of squares,
+// a weight gradient's column sums — elementwise expressions the reductions
+// compute in their loads.
 enum class Kind { Softmax, LayerNorm, RmsNorm, Sum, SumAll, SumCols, CrossEntropy, ResidualRmsNorm, Control };
 
 struct Case {
@@ -78,6 +81,7 @@ struct Case {
   int64_t rows, cols;
   DType dtype;        // of x (the logits for cross_entropy)
   bool small = false;  // a latency case: also timed without the L2 flush
+  bool product = false;  // SumAll: sum(x*x); SumCols: sum(r*x, 0)
 
   // The same op names as shared/bench/anchors.py and bench/anchors_reduction.py.
   std::string op() const {
@@ -86,8 +90,8 @@ struct Case {
       case Kind::LayerNorm: return "layernorm";
       case Kind::RmsNorm: return "rmsnorm";
       case Kind::Sum: return "sum(-1)";
-      case Kind::SumAll: return "sum";
-      case Kind::SumCols: return "sum(0)";
+      case Kind::SumAll: return product ? "sum(x*x)" : "sum";
+      case Kind::SumCols: return product ? "sum(r*x,0)" : "sum(0)";
       case Kind::CrossEntropy: return "cross_entropy";
       case Kind::ResidualRmsNorm: return "residual+rmsnorm";
       case Kind::Control: return "control x*w";
@@ -116,6 +120,10 @@ std::vector<Case> allCases() {
   cs.push_back({Kind::SumAll, 32768, 4096, DType::BF16});
   cs.push_back({Kind::SumCols, 32768, 4096, DType::F32});
   cs.push_back({Kind::SumCols, 32768, 4096, DType::BF16});
+  for (DType t : {DType::F32, DType::BF16}) {
+    cs.push_back({Kind::SumAll, 32768, 4096, t, false, true});
+    cs.push_back({Kind::SumCols, 32768, 4096, t, false, true});
+  }
   cs.push_back({Kind::CrossEntropy, 8192, 32768, DType::BF16});
   cs.push_back({Kind::CrossEntropy, 8192, 128256, DType::BF16});
   for (int64_t m : {1, 64, 512}) {
@@ -171,11 +179,17 @@ Graph buildGraph(const Case& c, int64_t rows) {
       g.output("y", sum(g.input("x", c.dtype, {rows, n}), -1));
       break;
     case Kind::SumAll:
-      g.output("y", sum(g.input("x", c.dtype, {rows, n})));
+    case Kind::SumCols: {
+      Tensor x = g.input("x", c.dtype, {rows, n});
+      Tensor v = x;
+      if (c.product) {
+        Tensor xf = c.dtype == DType::F32 ? x : cast(x, DType::F32);
+        Tensor r = c.kind == Kind::SumAll ? x : g.input("r", c.dtype, {rows, n});
+        v = xf * (c.dtype == DType::F32 ? r : cast(r, DType::F32));
+      }
+      g.output("y", c.kind == Kind::SumAll ? sum(v) : sum(v, 0));
       break;
-    case Kind::SumCols:
-      g.output("y", sum(g.input("x", c.dtype, {rows, n}), 0));
-      break;
+    }
     case Kind::CrossEntropy: {
       Tensor logits = g.input("x", c.dtype, {rows, n});
       Tensor targets = g.input("targets", DType::I64, {rows});
@@ -397,17 +411,40 @@ double crossEntropyMean(const Case& c, const std::vector<int64_t>& rows) {
 
 // The sum of x over `rows` in fp64 (each row summed on its own, then the
 // rows in order), the rows made again from the input generator, on all cores.
+// The values a SumAll or SumCols case sums, for row r of the input: x, or
+// x*x / r*x (in fp64, as the reference evaluator).
+class SummedRow {
+ public:
+  explicit SummedRow(const Case& c)
+      : c_(c), x_(c.cols * dtypeSize(c.dtype)), r_(c.product ? x_.size() : 0), v_(c.cols) {}
+  const std::vector<double>& at(int64_t row) {
+    fillElements(x_.data(), c_.dtype, specFor("x"), c_.cols, row * c_.cols, c_.cols);
+    const bool other = c_.product && c_.kind == Kind::SumCols;
+    if (other) fillElements(r_.data(), c_.dtype, specFor("r"), c_.cols, row * c_.cols, c_.cols);
+    for (int64_t j = 0; j < c_.cols; ++j) {
+      const double x = value(x_, j);
+      v_[j] = !c_.product ? x : x * (other ? value(r_, j) : x);
+    }
+    return v_;
+  }
+
+ private:
+  double value(const std::vector<char>& buf, int64_t j) const {
+    return c_.dtype == DType::F32 ? reinterpret_cast<const float*>(buf.data())[j]
+                                  : bf16BitsToDouble(reinterpret_cast<const uint16_t*>(buf.data())[j]);
+  }
+  const Case& c_;
+  std::vector<char> x_, r_;
+  std::vector<double> v_;
+};
+
 double sumRows(const Case& c, const std::vector<int64_t>& rows) {
-  const InputSpec sx = specFor("x");
   std::vector<double> part(rows.size());
   parallelFor(static_cast<int64_t>(rows.size()), [&](int64_t b, int64_t e) {
-    std::vector<char> buf(c.cols * dtypeSize(c.dtype));
+    SummedRow row(c);
     for (int64_t i = b; i < e; ++i) {
-      fillElements(buf.data(), c.dtype, sx, c.cols, rows[i] * c.cols, c.cols);
       double s = 0;
-      for (int64_t j = 0; j < c.cols; ++j)
-        s += c.dtype == DType::F32 ? reinterpret_cast<const float*>(buf.data())[j]
-                                   : bf16BitsToDouble(reinterpret_cast<const uint16_t*>(buf.data())[j]);
+      for (double v : row.at(rows[i])) s += v;
       part[i] = s;
     }
   }, 16);
@@ -419,17 +456,14 @@ double sumRows(const Case& c, const std::vector<int64_t>& rows) {
 // sum(x, 0) over every row in fp64: each core sums a contiguous range of
 // rows per column, then the ranges in order.
 std::vector<double> sumColumns(const Case& c) {
-  const InputSpec sx = specFor("x");
   const int64_t parts = hostThreads();
   std::vector<std::vector<double>> part(parts, std::vector<double>(c.cols, 0.0));
   parallelFor(parts, [&](int64_t b, int64_t e) {
-    std::vector<char> buf(c.cols * dtypeSize(c.dtype));
+    SummedRow row(c);
     for (int64_t p = b; p < e; ++p)
       for (int64_t r = c.rows * p / parts; r < c.rows * (p + 1) / parts; ++r) {
-        fillElements(buf.data(), c.dtype, sx, c.cols, r * c.cols, c.cols);
-        for (int64_t j = 0; j < c.cols; ++j)
-          part[p][j] += c.dtype == DType::F32 ? reinterpret_cast<const float*>(buf.data())[j]
-                                              : bf16BitsToDouble(reinterpret_cast<const uint16_t*>(buf.data())[j]);
+        const std::vector<double>& v = row.at(r);
+        for (int64_t j = 0; j < c.cols; ++j) part[p][j] += v[j];
       }
   }, 1);
   std::vector<double> total(c.cols, 0.0);
@@ -459,15 +493,10 @@ Expected expectedFor(const Case& c) {
     // The evaluator's column sums over the check rows check the host loop's
     // arithmetic (the same rows summed the same way); then every row.
     std::vector<double> host(c.cols, 0.0);
-    {
-      const InputSpec sx = specFor("x");
-      std::vector<char> buf(c.cols * dtypeSize(c.dtype));
-      for (int64_t r : rows) {
-        fillElements(buf.data(), c.dtype, sx, c.cols, r * c.cols, c.cols);
-        for (int64_t j = 0; j < c.cols; ++j)
-          host[j] += c.dtype == DType::F32 ? reinterpret_cast<const float*>(buf.data())[j]
-                                           : bf16BitsToDouble(reinterpret_cast<const uint16_t*>(buf.data())[j]);
-      }
+    SummedRow row(c);
+    for (int64_t r : rows) {
+      const std::vector<double>& v = row.at(r);
+      for (int64_t j = 0; j < c.cols; ++j) host[j] += v[j];
     }
     double worst = 0;
     for (int64_t j = 0; j < c.cols; ++j)

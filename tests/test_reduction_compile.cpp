@@ -1192,3 +1192,72 @@ TEST_CASE("column reductions: one thread per strided row, the reduced axis split
     CHECK_THAT(ks.at(0).config, !Contains("\"threads_per_row\": 1,"));
   }
 }
+
+// A whole tensor's or a column reduction's operand reshaped into parts is an
+// elementwise expression of inputs: the planner moves the reshape onto the
+// inputs (sinkReshapes), so the reduction computes the expression in its
+// loads instead of reading a copy a pointwise kernel wrote first.
+TEST_CASE("reductions of elementwise expressions split into parts compute the expression in their loads",
+          "[compile][reduction]") {
+  compiler::CompileOptions o;
+  auto noPointwise = [](const std::vector<compiler::CompiledKernel>& ks) {
+    for (const auto& k : ks) {
+      INFO(k.why);
+      CHECK(k.schedule == "row_reduction");
+    }
+  };
+  for (DType t : {DType::F32, DType::BF16}) {
+    INFO(dtypeName(t));
+    {
+      // sum(x * x) of a whole tensor: one kernel (its grid tail reduces the parts).
+      Graph g;
+      Tensor x = g.input("x", t, {32768, 4096});
+      g.output("y", sum(x * x));
+      const auto ks = compiler::compileGraph(g, o).kernels;
+      REQUIRE(ks.size() == 1);
+      checkKernelArtifacts(ks[0]);
+      INFO(ks[0].why);
+      CHECK_THAT(ks[0].why, Contains("rows of [4096, 32768]") && Contains("grid tail"));
+    }
+    {
+      // A weight gradient's sum(dy * x, 0), cast to f32 first: two column-form kernels.
+      Graph g;
+      Tensor dy = g.input("dy", t, {32768, 4096});
+      Tensor x = g.input("x", t, {32768, 4096});
+      g.output("dw", sum(cast(dy, DType::F32) * cast(x, DType::F32), {0}));
+      const auto ks = compiler::compileGraph(g, o).kernels;
+      REQUIRE(ks.size() == 2);
+      noPointwise(ks);
+      for (const auto& k : ks) checkKernelArtifacts(k);
+      INFO(ks[0].why << "\n" << ks[0].config);
+      CHECK_THAT(ks[0].why, Contains("rows of [64, 4096, 512]"));
+      CHECK_THAT(ks[0].config, Contains("\"threads_per_row\": 1,"));
+    }
+  }
+  {
+    // A scalar operand broadcasts the same after the reshape.
+    Graph g;
+    Tensor x = g.input("x", DType::F32, {2048, 8192});
+    g.output("y", max(abs(x - g.scalar("s", DType::F32)), {0, 1}));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() == 1);
+    CHECK_THAT(ks[0].why, Contains("grid tail"));
+  }
+  {
+    // A row vector does not (x + b reshaped into parts is not a reshape of
+    // b): written first, then reduced. A reshaped output of an expression is
+    // one pointwise kernel.
+    Graph g;
+    Tensor x = g.input("x", DType::F32, {2048, 8192});
+    g.output("y", sum(x + g.input("b", DType::F32, {8192})));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() == 2);
+    CHECK(ks[0].schedule == "pointwise");
+    Graph h;
+    Tensor hx = h.input("x", DType::F32, {64, 1024});
+    h.output("y", reshape(exp(hx) * 2.0f, {Dim(256), Dim(256)}));
+    const auto hk = compiler::compileGraph(h, o).kernels;
+    REQUIRE(hk.size() == 1);
+    CHECK(hk[0].schedule == "pointwise");
+  }
+}

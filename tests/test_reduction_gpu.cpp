@@ -588,6 +588,42 @@ TEST_CASE("column reductions (split into parts or not) match the reference", "[g
   INFO(k.explain());
 }
 
+// Elementwise expressions reduced whole or over columns: split into parts
+// with the reshape moved onto the inputs (planner: sinkReshapes), so the
+// reductions compute the expression in their loads.
+TEST_CASE("split reductions of elementwise expressions match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  SECTION("sum(x * y) and max(|x - s|) of a whole tensor: one kernel for both") {
+    Graph g;
+    Tensor x = g.input("x", t, {2048, 8192});
+    Tensor y = g.input("y", t, {2048, 8192});
+    g.output("dot", sum(cast(x, DType::F32) * cast(y, DType::F32)));
+    g.output("dist", max(abs(cast(x, DType::F32) - g.scalar("s", DType::F32)), {0, 1}));
+    Kernel k = runAndCheck(g, {.ranges = {{"x", {0.5, 1.5}}, {"y", {0.5, 1.5}}}, .tolScale = 4});
+    INFO(k.explain());
+    CHECK(k.compiled().kernels.size() == 1);  // both over the same parts; its grid tail reduces both
+  }
+  SECTION("sum(dy * x) over columns: two column-form kernels") {
+    struct S {
+      std::vector<int64_t> shape;
+      int64_t axis;
+    };
+    const S s = GENERATE(S{{8192, 1024}, 0}, S{{4, 2048, 256}, 1});
+    Shape shape;
+    for (int64_t d : s.shape) shape.push_back(Dim(d));
+    INFO(typeToString(t, shape) << " over axis " << s.axis);
+    Graph g;
+    Tensor dy = g.input("dy", t, shape);
+    Tensor x = g.input("x", t, shape);
+    g.output("dw", sum(cast(dy, DType::F32) * cast(x, DType::F32), {s.axis}));
+    Kernel k = runAndCheck(g, {.ranges = {{"dy", {0.5, 1.5}}, {"x", {0.5, 1.5}}}, .tolScale = 4});
+    INFO(k.explain());
+    CHECK(k.compiled().kernels.size() == 2);
+    for (const auto& kk : k.compiled().kernels) CHECK(kk.schedule == "row_reduction");
+  }
+}
+
 TEST_CASE("a constant row has variance zero and normalizes to the bias", "[gpu][reduction]") {
   test::requireGpu();
   int64_t len = GENERATE(17, 4096, 262144);

@@ -164,6 +164,72 @@ Graph mergeEqualNodes(const Graph& g) {
   });
 }
 
+// A reshape of a computed value is written to memory first (a kernel reads
+// it through other index math than the value's own): the whole tensor's
+// sum of x*x would run x*x as a pointwise kernel, then the reduction over
+// its copy. Where the value is an elementwise expression of inputs of its
+// own shape (and of values of unit shape, broadcast alike to any shape),
+// reshaping the inputs gives the same values: sinkable() says whether it
+// is one, sinkReshapes() moves every such reshape onto the inputs, so the
+// kernel reading the reshape computes the expression in its loads.
+bool allUnit(const Shape& s) {
+  for (const Dim& d : s)
+    if (!isUnit(d)) return false;
+  return true;
+}
+
+bool sinkable(const Graph& g, int id, size_t rank) {
+  const Node& n = g.node(id);
+  if (n.op == Op::Input || n.op == Op::Constant) return true;
+  if (n.op == Op::Reshape) return sinkable(g, n.inputs[0], rank);
+  if (!isElementwise(n.op)) return false;
+  for (int i : n.inputs) {
+    const Node& x = g.node(i);
+    if (x.shape == n.shape) {
+      if (!sinkable(g, i, rank)) return false;
+    } else if (!allUnit(x.shape) || x.shape.size() > rank) {
+      return false;  // a broadcast along some axes: not a reshape of an input
+    }
+  }
+  return true;
+}
+
+Graph sinkReshapes(const Graph& g) {
+  std::map<std::pair<int, std::string>, int> memo;  // (node in ng, shape) -> reshaped
+  std::function<int(Graph&, int, const Shape&)> sink = [&](Graph& ng, int id, const Shape& to) {
+    auto key = std::make_pair(id, shapeToString(to));
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    Node c = ng.node(id);
+    int out;
+    if (c.op == Op::Reshape) {
+      out = sink(ng, c.inputs[0], to);
+    } else if (c.shape == to) {
+      out = id;
+    } else if (c.op == Op::Input) {
+      Node r;
+      r.op = Op::Reshape;
+      r.dtype = c.dtype;
+      r.shape = to;
+      r.inputs = {id};
+      out = ng.addNode(std::move(r));
+    } else {
+      const Shape from = c.shape;
+      c.shape = to;
+      for (int& i : c.inputs)
+        if (ng.node(i).shape == from) i = sink(ng, i, to);
+      out = ng.addNode(std::move(c));
+    }
+    return memo[key] = out;
+  };
+  return rewriteNodes(g, [&](Graph& ng, int, Node c) {
+    if (c.op != Op::Reshape) return ng.addNode(std::move(c));
+    const Node& x = ng.node(c.inputs[0]);
+    if (x.op == Op::Input || unitReshape(c, x) || !sinkable(ng, c.inputs[0], c.shape.size()))
+      return ng.addNode(std::move(c));
+    return sink(ng, c.inputs[0], c.shape);
+  });
+}
+
 // A terminal reduction over few long rows (a whole tensor's sum, say) ran
 // on one block per row. splitLongReductions splits each row into S parts:
 // the parts reduce as many rows (in f32 for floats: partial sums keep the
@@ -300,8 +366,8 @@ Graph splitLongReductions(const Graph& g) {
 // axis into S parts first: x [.., R, ..] as [.., S, R/S, ..], reduced over
 // R/S (outputs x S threads), then over S (a second kernel: a reduction of
 // a reduction over other rows). The same ops and conditions as
-// splitLongReductions; only inputs (a reshape of a computed value would be
-// written to memory first), static shapes.
+// splitLongReductions; only inputs or elementwise expressions of them
+// (sinkReshapes moves the reshape onto the inputs), static shapes.
 constexpr int64_t kColumnFewThreads = 65536;   // outputs below this split
 constexpr int64_t kColumnMinPart = 256;        // values per part at least
 constexpr int64_t kColumnMaxThreads = 262144;  // outputs x parts at most
@@ -311,7 +377,8 @@ Graph splitColumnReductions(const Graph& g) {
   return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
     const Node& n = g.node(id);
     int64_t S = 1, a = -1;
-    if (isReduction(n.op) && splittable(n.op) && n.axes.size() == 1 && g.node(n.inputs[0]).op == Op::Input) {
+    if (isReduction(n.op) && splittable(n.op) && n.axes.size() == 1 &&
+        sinkable(g, n.inputs[0], g.node(n.inputs[0]).shape.size() + 1)) {
       const Node& x = g.node(n.inputs[0]);
       a = n.axes[0];
       bool fixed = true;
@@ -878,7 +945,8 @@ void foldGridTails(Plan& plan) {
 Plan planGraph(const Graph& g) {
   // Twice: the first pass may split a reduction into single-axis steps that
   // the second moves to the last axis.
-  Graph ng = splitLongReductions(normalizeReductions(normalizeReductions(splitColumnReductions(mergeEqualNodes(g)))));
+  Graph ng = sinkReshapes(
+      splitLongReductions(normalizeReductions(normalizeReductions(splitColumnReductions(mergeEqualNodes(g))))));
   Planner p(ng);
   Plan plan = p.run();
   foldGridTails(plan);

@@ -2152,18 +2152,24 @@ bool streamsOnce(const Graph& g, const Shape& domain) {
   return true;
 }
 
-// Whether the row graph reads an input (or a reshape or cast of one) through a
-// permute that moves its last (contiguous) axis off the row's axis onto the
-// one before it:
-// the rows' values are strided, consecutive rows adjacent (a column
-// reduction as rows of the permuted view).
+// Whether the row graph reads an input (or a reshape of one, or an
+// elementwise expression of them) through a permute that moves its last
+// (contiguous) axis off the row's axis onto the one before it: the rows'
+// values are strided, consecutive rows adjacent (a column reduction as rows
+// of the permuted view).
 bool stridedRows(const Graph& g) {
+  std::function<bool(int)> readsInput = [&](int id) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Input) return true;
+    if (n.op == Op::Reshape) return readsInput(n.inputs[0]);
+    if (!isElementwise(n.op)) return false;
+    for (int i : n.inputs)
+      if (g.node(i).shape == n.shape && readsInput(i)) return true;  // not a broadcast operand
+    return false;
+  };
   for (int id = 0; id < g.numNodes(); ++id) {
     const Node& n = g.node(id);
-    if (n.op != Op::Permute || n.axes.size() < 2) continue;
-    int src = n.inputs[0];
-    while (g.node(src).op == Op::Reshape || g.node(src).op == Op::Cast) src = g.node(src).inputs[0];
-    if (g.node(src).op != Op::Input) continue;
+    if (n.op != Op::Permute || n.axes.size() < 2 || !readsInput(n.inputs[0])) continue;
     const int64_t last = static_cast<int64_t>(n.axes.size()) - 1;
     if (n.axes[last] != last && n.axes[last - 1] == last) return true;
   }
