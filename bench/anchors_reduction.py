@@ -297,6 +297,20 @@ def run_small(M):
     run_case(f"rmsnorm [{t}]", rmsnorm, (x, w), 2 * M * 4096 * 2 + 4096 * 2, triton_rmsnorm, small=True,
              names=["x", "w"])
 
+def run_few(M, N, dtype, ops):
+    """A few long rows (a softmax over a vocabulary for a few sequences):
+    latency-bound like the small batches."""
+    t = tag(M, N, dtype)
+    es = torch.tensor([], dtype=dtype).element_size()
+    x = uniform((M, N), dtype, -2, 2)
+    w = uniform((N,), dtype, -1, 1)
+    if "softmax" in ops:
+        run_case(f"softmax(-1) [{t}]", softmax, (x,), 2 * M * N * es, triton_softmax if N <= 65536 else None,
+                 small=True, names=["x"])
+    if "rmsnorm" in ops:
+        run_case(f"rmsnorm [{t}]", rmsnorm, (x, w), 2 * M * N * es + N * es, triton_rmsnorm if N <= 65536 else None,
+                 small=True, names=["x", "w"])
+
 def run_copy():
     a = torch.empty(1 << 30, device=dev, dtype=torch.uint8).fill_(1); b = torch.empty_like(a)
     report("copy [1 GiB]", "torch copy_", bench(lambda: b.copy_(a)), 2 * a.numel())
@@ -313,5 +327,7 @@ if __name__ == "__main__":
     run_cross_entropy(8192, 128256)
     for M in (1, 64, 512):
         run_small(M)
+    run_few(8, 32768, torch.bfloat16, ("softmax", "rmsnorm"))
+    run_few(8, 128256, torch.float32, ("softmax",))
     print(f"anchors_reduction: {len(results)} measurements in {elapsed():.0f} s", flush=True)
     save()

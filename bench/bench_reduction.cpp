@@ -130,6 +130,10 @@ std::vector<Case> allCases() {
     cs.push_back({Kind::Softmax, m, 4096, DType::BF16, true});
     cs.push_back({Kind::RmsNorm, m, 4096, DType::BF16, true});
   }
+  // A few long rows (a softmax over a vocabulary for a few sequences).
+  cs.push_back({Kind::Softmax, 8, 32768, DType::BF16, true});
+  cs.push_back({Kind::RmsNorm, 8, 32768, DType::BF16, true});
+  cs.push_back({Kind::Softmax, 8, 128256, DType::F32, true});
   cs.push_back({Kind::Control, 32768, 4096, DType::BF16});
   cs.push_back({Kind::Control, 64, 4096, DType::F32, true});
   // KILN_BENCH_ROWS="FROM:TO[,FROM:TO...]": every case of FROM rows runs

@@ -1261,3 +1261,28 @@ TEST_CASE("reductions of elementwise expressions split into parts compute the ex
     CHECK(hk[0].schedule == "pointwise");
   }
 }
+
+// Few long rows (fewer than half the SMs, at least 64 KB each): the
+// heuristic splits each row across a cluster of up to 8 blocks so that more
+// SMs read it; many rows, short rows and grid tails keep one block per row.
+TEST_CASE("few long rows are split across clusters by the heuristic", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  auto configOf = [&](int64_t rows, int64_t len, DType t) {
+    Graph g;
+    g.output("y", softmax(g.input("x", t, {rows, len})));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() == 1);
+    checkKernelArtifacts(ks[0]);
+    return ks[0].config;
+  };
+  CHECK_THAT(configOf(8, 32768, DType::BF16), Contains("\"cluster\": 8,"));
+  CHECK_THAT(configOf(1, 32768, DType::BF16), Contains("\"cluster\": 8,"));
+  CHECK_THAT(configOf(8, 128256, DType::F32), Contains("\"cluster\": 8,"));
+  CHECK_THAT(configOf(64, 32768, DType::BF16), Contains("\"cluster\": 2,"));  // 64 x 2 <= 132 SMs
+  CHECK_THAT(configOf(512, 32768, DType::BF16), !Contains("\"cluster\""));
+  CHECK_THAT(configOf(8, 4096, DType::BF16), !Contains("\"cluster\""));   // 8 KB rows
+  const test::GraphCase ce = test::crossEntropyMean(DType::BF16, DType::I64, {8, 32768});
+  const auto ks = compiler::compileGraph(ce.graph, o).kernels;
+  REQUIRE(ks.size() == 1);
+  CHECK_THAT(ks[0].config, !Contains("\"cluster\""));  // a grid tail: one block per row
+}

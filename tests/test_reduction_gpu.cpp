@@ -388,6 +388,32 @@ TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu]
   CHECK(k.explain().find(want) != std::string::npos);
 }
 
+// Fewer long rows than half the SMs: the heuristic splits each row across
+// a cluster of up to 8 blocks (softmax over a vocabulary for a few
+// sequences), with no config override; every composite, static row counts.
+TEST_CASE("few long rows split across clusters by the heuristic match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  if (!test::hasClusters()) {
+    WARN("SKIPPED: row clusters need an sm_90 GPU");
+    return;
+  }
+  struct L {
+    int64_t rows, len;
+    DType t;
+  };
+  const L l = GENERATE(L{1, 32768, DType::BF16}, L{8, 32768, DType::BF16}, L{3, 128256, DType::BF16},
+                       L{8, 131072, DType::F32}, L{66, 32768, DType::F32});
+  std::vector<test::GraphCase> cases = test::rowComposites(l.t, {Dim(l.rows), Dim(l.len)});
+  REQUIRE(cases.size() == 10);
+  const test::GraphCase& c = cases.at(GENERATE(range(0, 10)));
+  INFO(c.label);
+  Kernel k = runAndCheck(c.graph, optionsFor(c, l.rows));
+  INFO(k.explain());
+  CHECK(k.compiled().kernels.size() == 1);
+  if (c.label.find("cross_entropy") == std::string::npos)
+    CHECK(k.explain().find("clusters of") != std::string::npos);
+}
+
 // Rows staged in shared memory (config "stage": one bulk copy per
 // row-shaped input into shared memory, completion on an mbarrier, then every
 // pass reads the copy): every reduction op and composite, rows that fill the

@@ -336,8 +336,15 @@ Graph splitLongReductions(const Graph& g) {
         if (x.shape[a].isStatic()) R *= x.shape[a].size;
       }
       std::vector<char> up(static_cast<size_t>(count), 0);
+      int under = n.inputs[0];
+      while (g.node(under).op == Op::Reshape) under = g.node(under).inputs[0];
+      // Parts of an operand that is no elementwise expression of inputs
+      // (cross_entropy's pick of the target's logit reads an iota) would be
+      // written to memory first: worth it for a whole tensor, not for a few
+      // rows that have a block each.
       if (fixed && (S = splitParts(R, x.shape.back().size)) > 1 &&
-          (downstream.reaches(id, x.shape) || fromReduction(n.inputs[0], up)))
+          (downstream.reaches(id, x.shape) || fromReduction(n.inputs[0], up) ||
+           (R > 1 && !sinkable(g, under, x.shape.size() + 1))))
         S = 1;
     }
     if (S == 1) return ng.addNode(std::move(c));

@@ -2357,6 +2357,25 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
       return c;
     }
   }
+  // Fewer rows than half the SMs, each of at least 64 KB (a softmax over a
+  // vocabulary for a few sequences): one block per row would leave most SMs
+  // idle and read each row at one SM's pace, so on sm_90+ each row is split
+  // across a cluster of C blocks (the most, up to 8, with rows x C <= SMs),
+  // each holding its part at about perThread values per thread.
+  if (smNumber(options.chip) >= 90 && !gridTail && staticRows >= 1 && staticRows * 2 <= options.smCount &&
+      N * rowBytes >= 65536) {
+    for (int C = 8; C >= 2; C /= 2) {
+      if (staticRows * C > options.smCount || N % (static_cast<int64_t>(C) * c.vector) != 0) continue;
+      const int64_t part = N / C;
+      const int64_t t = std::clamp<int64_t>(nextPow2((part + perThread - 1) / perThread), 64, 512);
+      const int64_t vpt = (part + t * c.vector - 1) / (t * c.vector) * c.vector;
+      if (vpt > 64 || vpt * rowBytes > 256) continue;
+      c.cluster = C;
+      c.persistent = true;
+      c.threadsPerRow = c.threads = static_cast<int>(t);
+      return c;
+    }
+  }
   // Longer rows than 512 threads hold: on sm_90+, split the row across a
   // cluster of C blocks of 512 threads (the same per-block shape as the
   // 512 x 64 rows measured best above), each holding N/C columns; the row
