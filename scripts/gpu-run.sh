@@ -143,7 +143,7 @@ gpu_tests() {
   [ "$bad" -eq 0 ] && [ "$total" -eq "$(wc -l < "$dir/names.txt")" ]
 }
 
-if [[ " $STAGES " == *" tests "* ]]; thenif [[ " $STAGES " == *" tests "* ]]; then
+if [[ " $STAGES " == *" tests "* ]]; then
   stage_begin "${KILN_TIMEOUT_TESTS:-480}"
   echo "== [gpu] tests" | tee -a "$LOG"
   gpu_tests "$K/bin/kiln_tests" "$OUTDIR/tests-gpu"; s1=$?
