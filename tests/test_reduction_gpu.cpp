@@ -407,7 +407,7 @@ TEST_CASE("few long rows split across clusters by the heuristic match the refere
   REQUIRE(cases.size() == 10);
   const test::GraphCase& c = cases.at(GENERATE(range(0, 10)));
   INFO(c.label);
-  Kernel k = runAndCheck(c.graph, optionsFor(c, l.rows));
+  Kernel k = runAndCheck(c.graph, {.ranges = c.ranges, .tolScale = c.tolScale, .relFloor = c.relFloor});
   INFO(k.explain());
   CHECK(k.compiled().kernels.size() == 1);
   if (c.label.find("cross_entropy") == std::string::npos)
