@@ -1286,3 +1286,32 @@ TEST_CASE("few long rows are split across clusters by the heuristic", "[compile]
   REQUIRE(ks.size() == 1);
   CHECK_THAT(ks[0].config, !Contains("\"cluster\""));  // a grid tail: one block per row
 }
+
+// argmax/argmin over a few long rows or few columns split into parts like
+// the other reductions: the parts' extremes and indices, then the first part
+// holding the extreme (two kernels), each spill-free.
+TEST_CASE("argmax and argmin over few long rows or columns split into parts", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  for (DType t : {DType::F32, DType::BF16})
+    for (bool isMax : {true, false}) {
+      INFO(dtypeName(t) << (isMax ? " argmax" : " argmin"));
+      auto kernelsFor = [&](std::vector<int64_t> dims, int64_t axis) {
+        Shape shape;
+        for (int64_t d : dims) shape.push_back(Dim(d));
+        Graph g;
+        Tensor x = g.input("x", t, shape);
+        g.output("y", isMax ? argmax(x, axis) : argmin(x, axis));
+        const auto ks = compiler::compileGraph(g, o).kernels;
+        for (const auto& k : ks) checkKernelArtifacts(k);
+        return ks;
+      };
+      auto row = kernelsFor({1, 16777216}, 1);
+      REQUIRE(row.size() == 2);
+      CHECK_THAT(row[0].why, Contains("rows of [1, 4096, 4096]"));
+      auto cols = kernelsFor({32768, 4096}, 0);
+      REQUIRE(cols.size() == 2);
+      CHECK_THAT(cols[0].why, Contains("rows of [64, 4096, 512]"));
+      CHECK_THAT(cols[0].config, Contains("\"threads_per_row\": 1,"));
+      CHECK(kernelsFor({4096, 4096}, 1).size() == 1);  // enough rows: not split
+    }
+}

@@ -580,6 +580,45 @@ TEST_CASE("whole-tensor reductions and few long rows, split into parts, match th
   CHECK(k.compiled().kernels.size() == s.kernels);
 }
 
+// argmax and argmin split into parts (a long row, a few rows, a whole
+// column): each part's extreme and index, then the first part holding the
+// extreme of the extremes. Values drawn from {-2, ..., 2} tie across parts
+// (the result must be the first index); some cases put NaNs in two later
+// parts (the first NaN's index, as PyTorch).
+TEST_CASE("argmax and argmin split into parts give the first index of the extreme", "[gpu][reduction]") {
+  test::requireGpu();
+  const bool isMax = GENERATE(true, false);
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  const bool nans = GENERATE(false, true);
+  struct S {
+    std::vector<int64_t> shape;
+    int64_t axis;
+    bool keepdim;
+    size_t kernels;
+  };
+  const S s = GENERATE(S{{1, 4194304}, 1, false, 2}, S{{3, 131072}, 1, true, 2}, S{{16384, 1024}, 0, false, 2},
+                       S{{4, 2048, 256}, 1, true, 2});
+  Shape shape;
+  for (int64_t d : s.shape) shape.push_back(Dim(d));
+  INFO((isMax ? "argmax" : "argmin") << " of " << typeToString(t, shape) << " over axis " << s.axis
+                                     << (nans ? " with NaNs" : ""));
+  Graph g;
+  Tensor x = g.input("x", t, shape);
+  g.output("y", isMax ? argmax(x, s.axis, s.keepdim) : argmin(x, s.axis, s.keepdim));
+  test::RunOptions o;
+  o.ranges = {{"x", {-2.49, 2.49}}};
+  o.prepare = [&](EvalInputs& in) {
+    HostTensor& X = in.tensors.at("x");
+    const int64_t n = X.numel();
+    for (int64_t i = 0; i < n; ++i) X.set(i, std::round(X.get(i)));
+    if (nans)
+      for (int64_t i : {n / 2 + 12345, n / 2 + 12345 + n / 4, n - 1}) X.set(i, std::nan(""));
+  };
+  Kernel k = runAndCheck(g, o);
+  INFO(k.explain());
+  CHECK(k.compiled().kernels.size() == s.kernels);
+}
+
 // Reductions over a non-last axis: the column form (one thread per strided
 // row), split into parts where the outputs are few (two row kernels, the
 // second reading the partials through a permuted view), and not split where

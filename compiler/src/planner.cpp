@@ -8,6 +8,7 @@
 
 #include "cuda_element.h"
 #include "frames.h"
+#include "kiln/dsl/ops.h"
 
 namespace kiln::compiler {
 
@@ -244,7 +245,26 @@ constexpr int64_t kSplitMinPart = 4096;     // values per part at least
 constexpr int64_t kSplitTargetRows = 4096;  // rows x parts at most
 
 bool splittable(Op op) {
-  return op == Op::Sum || op == Op::Mean || op == Op::Max || op == Op::Min || op == Op::Prod;
+  return op == Op::Sum || op == Op::Mean || op == Op::Max || op == Op::Min || op == Op::Prod || op == Op::ArgMax ||
+         op == Op::ArgMin;
+}
+
+// argmax/argmin over parts: each part's extreme and its index in the part
+// (one kernel), then the part holding the first extreme of the extremes
+// (argmax over the parts: NaN first, ties to the first part) and the index
+// there, picked as cross_entropy picks its logit, plus the part's offset.
+// Within a part the index is the first one too, so the result is the first
+// index of the extreme, as PyTorch's.
+int argInParts(Graph& ng, const Node& n, int cur, int64_t outer, int64_t inner) {
+  const bool isMax = n.op == Op::ArgMax;
+  const Tensor parts = ng.tensor(cur);
+  const int64_t partLen = ng.node(cur).shape[static_cast<size_t>(inner)].size;
+  const Tensor ext = isMax ? max(parts, {inner}) : min(parts, {inner});
+  const Tensor at = isMax ? argmax(parts, inner) : argmin(parts, inner);
+  const Tensor which = isMax ? argmax(ext, outer, true) : argmin(ext, outer, true);
+  const Tensor part = iota(ng, ng.node(at.id()).shape, outer);
+  const Tensor index = where(part == which, at + part * partLen, int64_t{0});
+  return sum(index, {outer}, n.keepdim).id();
 }
 
 // Reduction n over its operand reshaped into parts (node `cur` of ng): over
@@ -252,6 +272,7 @@ bool splittable(Op op) {
 // before `inner`) into n's shape. Floats sum, average and multiply their
 // parts in f32, then cast to n's dtype.
 int reduceInParts(Graph& ng, const Node& n, int cur, int64_t outer, int64_t inner) {
+  if (n.op == Op::ArgMax || n.op == Op::ArgMin) return argInParts(ng, n, cur, outer, inner);
   const bool widen = isFloat(n.dtype) && n.op != Op::Max && n.op != Op::Min;
   const DType acc = widen ? DType::F32 : n.dtype;
   auto castTo = [&](int v, DType t) {
