@@ -115,7 +115,7 @@ gpu_tests() {
       case $name in *[],[]*)
         spec="*$(printf '%s' "$name" | tr ',[]' '\n\n\n' | awk '{ if (length($0) > length(m)) m = $0 } END { print m }')*" ;;
       esac
-      bounded "$bin" "$spec" --reporter compact > "$dir/$i.log" 2>&1
+      bounded "$bin" "$spec" --reporter compact --durations yes > "$dir/$i.log" 2>&1
       echo "$? $name" > "$dir/$i.rc"
     ) &
   done < "$dir/names.txt"

@@ -1281,10 +1281,20 @@ TEST_CASE("few long rows are split across clusters by the heuristic", "[compile]
   CHECK_THAT(configOf(64, 32768, DType::BF16), Contains("\"cluster\": 2,"));  // 64 x 2 <= 132 SMs
   CHECK_THAT(configOf(512, 32768, DType::BF16), !Contains("\"cluster\""));
   CHECK_THAT(configOf(8, 4096, DType::BF16), !Contains("\"cluster\""));   // 8 KB rows
-  const test::GraphCase ce = test::crossEntropyMean(DType::BF16, DType::I64, {8, 32768});
-  const auto ks = compiler::compileGraph(ce.graph, o).kernels;
-  REQUIRE(ks.size() == 1);
-  CHECK_THAT(ks[0].config, !Contains("\"cluster\""));  // a grid tail: one block per row
+  for (int64_t rows : {1, 8}) {
+    const test::GraphCase ce = test::crossEntropyMean(DType::BF16, DType::I64, {rows, 32768});
+    const auto ks = compiler::compileGraph(ce.graph, o).kernels;
+    REQUIRE(ks.size() == 1);
+    CHECK_THAT(ks[0].config, !Contains("\"cluster\""));  // a grid tail: one block per row
+  }
+  // Per-row losses (no mean) of one row: one kernel (the pick of the
+  // target's logit is not split into parts: they would be written first).
+  for (DType target : {DType::I64, DType::I32}) {
+    Graph g;
+    Tensor logits = g.input("logits", DType::BF16, {1, 32768});
+    g.output("loss", cross_entropy(logits, g.input("targets", target, {1}), Reduction::None));
+    CHECK(compiler::compileGraph(g, o).kernels.size() == 1);
+  }
 }
 
 // argmax/argmin over a few long rows or few columns split into parts like

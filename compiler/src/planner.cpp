@@ -243,6 +243,7 @@ Graph sinkReshapes(const Graph& g) {
 constexpr int64_t kSplitMaxRows = 64;       // rows at most (more fill the GPU)
 constexpr int64_t kSplitMinPart = 4096;     // values per part at least
 constexpr int64_t kSplitTargetRows = 4096;  // rows x parts at most
+constexpr int64_t kSplitMinWritten = 262144;  // values per row at least where the parts are written first
 
 bool splittable(Op op) {
   return op == Op::Sum || op == Op::Mean || op == Op::Max || op == Op::Min || op == Op::Prod || op == Op::ArgMax ||
@@ -361,11 +362,11 @@ Graph splitLongReductions(const Graph& g) {
       while (g.node(under).op == Op::Reshape) under = g.node(under).inputs[0];
       // Parts of an operand that is no elementwise expression of inputs
       // (cross_entropy's pick of the target's logit reads an iota) would be
-      // written to memory first: worth it for a whole tensor, not for a few
-      // rows that have a block each.
+      // written to memory first, by a kernel of its own: worth it only for
+      // rows that one block would take long to read (a whole tensor).
       if (fixed && (S = splitParts(R, x.shape.back().size)) > 1 &&
           (downstream.reaches(id, x.shape) || fromReduction(n.inputs[0], up) ||
-           (R > 1 && !sinkable(g, under, x.shape.size() + 1))))
+           (!sinkable(g, under, x.shape.size() + 1) && x.shape.back().size < kSplitMinWritten)))
         S = 1;
     }
     if (S == 1) return ng.addNode(std::move(c));
