@@ -236,8 +236,8 @@ Graph sinkReshapes(const Graph& g) {
 // the parts reduce as many rows (in f32 for floats: partial sums keep the
 // accumulation type), then each row's S partials reduce again, in order
 // (deterministic) — for one row the row kernel's grid tail, else a second
-// kernel. Only sum, mean (of equal parts: the mean of the means), max, min
-// and prod; only where nothing downstream broadcasts the result back over
+// kernel. Only sum, mean (of equal parts: the mean of the means), max, min,
+// prod, argmax and argmin (argInParts); only where nothing downstream broadcasts the result back over
 // the row (softmax and the norms keep their single pass) and the operand
 // does not come from another reduction (cross_entropy's mean stays a tail).
 constexpr int64_t kSplitMaxRows = 64;       // rows at most (more fill the GPU)
