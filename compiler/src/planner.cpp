@@ -179,20 +179,26 @@ bool allUnit(const Shape& s) {
   return true;
 }
 
+// Each node is visited once (an expression that reuses its values, x*x of
+// x*x of ..., would otherwise be walked once per path).
 bool sinkable(const Graph& g, int id, size_t rank) {
-  const Node& n = g.node(id);
-  if (n.op == Op::Input || n.op == Op::Constant) return true;
-  if (n.op == Op::Reshape) return sinkable(g, n.inputs[0], rank);
-  if (!isElementwise(n.op)) return false;
-  for (int i : n.inputs) {
-    const Node& x = g.node(i);
-    if (x.shape == n.shape) {
-      if (!sinkable(g, i, rank)) return false;
-    } else if (!allUnit(x.shape) || x.shape.size() > rank) {
-      return false;  // a broadcast along some axes: not a reshape of an input
+  std::map<int, bool> memo;
+  std::function<bool(int)> walk = [&](int at) {
+    if (auto it = memo.find(at); it != memo.end()) return it->second;
+    const Node& n = g.node(at);
+    bool ok = n.op == Op::Input || n.op == Op::Constant;
+    if (n.op == Op::Reshape) ok = walk(n.inputs[0]);
+    else if (isElementwise(n.op)) {
+      ok = true;
+      for (int i : n.inputs) {
+        const Node& x = g.node(i);
+        // An operand broadcast along some axes is not a reshape of an input.
+        ok = ok && (x.shape == n.shape ? walk(i) : allUnit(x.shape) && x.shape.size() <= rank);
+      }
     }
-  }
-  return true;
+    return memo[at] = ok;
+  };
+  return walk(id);
 }
 
 Graph sinkReshapes(const Graph& g) {

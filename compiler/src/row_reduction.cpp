@@ -31,6 +31,24 @@ std::string RowConfig::json() const {
 namespace {
 
 bool isReduction(Op op) { return opClass(op) == OpClass::Reduction; }
+
+// Whether some node of id's cone (id and every node it reads, through any
+// path) satisfies `pred`. Each node is visited once: an expression that
+// reuses its values (x*x of x*x of ...) has exponentially many paths.
+bool coneHas(const Graph& g, int id, const std::function<bool(const Node&)>& pred) {
+  std::vector<char> seen(static_cast<size_t>(g.numNodes()), 0);
+  std::vector<int> stack{id};
+  while (!stack.empty()) {
+    const int at = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<size_t>(at)]++) continue;
+    const Node& n = g.node(at);
+    if (pred(n)) return true;
+    stack.insert(stack.end(), n.inputs.begin(), n.inputs.end());
+  }
+  return false;
+}
+
 // The staged form copies at most this many bytes of rows per block: two
 // blocks per SM, with their trees' slots, in 227 KiB of shared memory.
 constexpr int64_t kMaxStagedRowBytes = 112 * 1024;
@@ -175,6 +193,7 @@ class RowEmitter {
   AxisDependence deps_;
   std::set<std::string> seen_;
   std::map<int, int> level_;  // reduction node → level
+  std::map<int, int> levelOf_;  // any node → levelNeeded (each node walked once; cleared when level_ changes)
   std::vector<Acc> accs_;
   // sum(where(iota(last axis) == t, x, 0)) with t the same along the row
   // (cross-entropy's picked logit): no accumulator, one load of x at column
@@ -343,9 +362,10 @@ int RowEmitter::levelNeeded(int id) {
     level_[id] = l;
     return l;
   }
+  if (auto it = levelOf_.find(id); it != levelOf_.end()) return it->second;
   int l = -1;
   for (int i : n.inputs) l = std::max(l, levelNeeded(i));
-  return l;
+  return levelOf_[id] = l;
 }
 
 void RowEmitter::buildAccumulators() {
@@ -498,6 +518,7 @@ void RowEmitter::buildAccumulators() {
   // A paired max's level is its sum's level; levels may now have gaps.
   for (const Acc& a : accs_)
     if (a.kind == AccKind::Lse) level_[a.node] = a.level;
+  levelOf_.clear();
 }
 
 // sum(where(eq(iota, t), x, 0)) over the row, iota counting the row's
@@ -982,11 +1003,9 @@ bool RowEmitter::reusesHeldExp(const Acc& a) const {
 }
 
 bool RowEmitter::narrowInputBelow(int id) const {
-  const Node& n = g_.node(id);
-  if (n.op == Op::Input) return n.dtype == DType::BF16 || n.dtype == DType::F16;
-  for (int i : n.inputs)
-    if (narrowInputBelow(i)) return true;
-  return false;
+  return coneHas(g_, id, [](const Node& n) {
+    return n.op == Op::Input && (n.dtype == DType::BF16 || n.dtype == DType::F16);
+  });
 }
 
 // In a cluster, the blocks' states of a level (each already merged across
@@ -2130,13 +2149,7 @@ int64_t nextPow2(int64_t v) {
 bool streamsOnce(const Graph& g, const Shape& domain) {
   for (const GraphOutput& o : g.outputs())
     if (g.node(o.node).shape == domain) return false;
-  std::function<bool(int)> needsReduction = [&](int id) {
-    const Node& n = g.node(id);
-    if (isReduction(n.op)) return true;
-    for (int i : n.inputs)
-      if (needsReduction(i)) return true;
-    return false;
-  };
+  auto needsReduction = [&](int id) { return coneHas(g, id, [](const Node& n) { return isReduction(n.op); }); };
   for (int id : g.canonicalOrder()) {
     const Node& n = g.node(id);
     if (!isReduction(n.op) || !needsReduction(n.inputs[0])) continue;
@@ -2158,14 +2171,17 @@ bool streamsOnce(const Graph& g, const Shape& domain) {
 // values are strided, consecutive rows adjacent (a column reduction as rows
 // of the permuted view).
 bool stridedRows(const Graph& g) {
+  std::vector<signed char> memo(static_cast<size_t>(g.numNodes()), -1);  // each node walked once
   std::function<bool(int)> readsInput = [&](int id) {
+    signed char& m = memo[static_cast<size_t>(id)];
+    if (m >= 0) return m == 1;
     const Node& n = g.node(id);
-    if (n.op == Op::Input) return true;
-    if (n.op == Op::Reshape) return readsInput(n.inputs[0]);
-    if (!isElementwise(n.op)) return false;
-    for (int i : n.inputs)
-      if (g.node(i).shape == n.shape && readsInput(i)) return true;  // not a broadcast operand
-    return false;
+    bool found = n.op == Op::Input;
+    if (n.op == Op::Reshape) found = readsInput(n.inputs[0]);
+    else if (isElementwise(n.op))
+      for (int i : n.inputs) found = found || (g.node(i).shape == n.shape && readsInput(i));  // not a broadcast operand
+    m = found ? 1 : 0;
+    return found;
   };
   for (int id = 0; id < g.numNodes(); ++id) {
     const Node& n = g.node(id);

@@ -1,3 +1,6 @@
+# Tables of kiln against the anchors from one gpu-run.sh output folder
+# (kiln_{pointwise,reduction}.jsonl, anchors_{pointwise,reduction}.json):
+#   python3 bench/tables.py OUTDIR   (markdown, as in docs/benchmarks.md)
 import json, sys
 d = sys.argv[1]
 def kiln(path):
