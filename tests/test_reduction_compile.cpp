@@ -1193,6 +1193,69 @@ TEST_CASE("column reductions: one thread per strided row, the reduced axis split
   }
 }
 
+// The column form's threads own adjacent rows (lanes): 16-byte loads of the
+// widest input (8 bf16 rows, 4 f32 rows), a lanes entry and a scalar entry,
+// rows per block = threads x lanes; lanes only where they divide the rows
+// along the next-to-last axis, and never outside the column form.
+TEST_CASE("column reductions: threads own adjacent rows (lanes) read with one vector load", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  for (DType t : {DType::F32, DType::BF16}) {
+    INFO(dtypeName(t));
+    const int lanes = 16 / dtypeSize(t);
+    Graph g;
+    g.output("y", sum(g.input("x", t, {32768, 4096}), {0}));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() == 2);
+    const auto& k = ks[0];
+    INFO(k.config);
+    CHECK_THAT(k.config, Contains("\"lanes\": " + std::to_string(lanes)));
+    REQUIRE(k.entries.size() == 2);
+    CHECK(k.entries[0].name == k.name + "_l" + std::to_string(lanes));
+    CHECK(k.entries[0].vectorized);
+    CHECK(k.entries[1].name == k.name + "_s1");
+    CHECK(k.launch.elementsPerBlock == 128 * lanes);
+    CHECK(k.tensors.at(0).alignment == 16);  // the lanes' vector loads
+    checkKernelArtifacts(k);
+    // The partials (f32) of the second kernel: 4 lanes.
+    CHECK_THAT(ks[1].config, Contains("\"lanes\": 4"));
+  }
+  {
+    // 37 outputs: no lane count divides them.
+    Graph g;
+    g.output("y", sum(g.input("x", DType::BF16, {1000, 37}), {0}));
+    for (const auto& k : compiler::compileGraph(g, o).kernels) CHECK_THAT(k.config, !Contains("lanes"));
+  }
+  {
+    // Overrides where lanes cannot apply are dropped: inner rows, held rows.
+    compiler::CompileOptions lo;
+    lo.rowConfigOverride = R"({"lanes": 8})";
+    Graph g;
+    g.output("y", sum(g.input("x", DType::F32, {64, 65536}), {1}));
+    g.output("z", softmax(g.input("w", DType::F32, {64, 4096})));
+    for (const auto& k : compiler::compileGraph(g, lo).kernels) CHECK_THAT(k.config, !Contains("lanes"));
+  }
+  {
+    // A per-output weight (one value per row of the column form) and
+    // several accumulators per lane (argmax, variance) compile with lanes.
+    compiler::CompileOptions lo;
+    lo.rowConfigOverride = R"({"threads_per_row": 1, "persistent": 0, "lanes": 8})";
+    Graph g;
+    Tensor x = g.input("x", DType::F32, {4096, 512});
+    Tensor w = g.input("w", DType::F32, {512});
+    g.output("a", argmax(x, 0));
+    g.output("v", var(x, {0}));
+    g.output("s", sum(x * w, {0}));
+    const auto ks = compiler::compileGraph(g, lo).kernels;
+    bool any = false;
+    for (const auto& k : ks) {
+      INFO(k.name << " " << k.config);
+      any = any || k.config.find("\"lanes\": 8") != std::string::npos;
+      checkKernelArtifacts(k);
+    }
+    CHECK(any);
+  }
+}
+
 // A whole tensor's or a column reduction's operand reshaped into parts is an
 // elementwise expression of inputs: the planner moves the reshape onto the
 // inputs (sinkReshapes), so the reduction computes the expression in its

@@ -653,6 +653,38 @@ TEST_CASE("column reductions (split into parts or not) match the reference", "[g
   INFO(k.explain());
 }
 
+// Column-form threads that own several adjacent rows (config lanes): every
+// lane count, the lanes' vector entry and, from pointers one element off,
+// the scalar entry; ops whose state is several values (argmax, Welford's
+// variance) and a per-output weight (a value of the row, not the column:
+// one per lane).
+TEST_CASE("column reductions whose threads own several adjacent rows (lanes) match the reference",
+          "[gpu][reduction]") {
+  test::requireGpu();
+  const int lanes = GENERATE(2, 4, 8, 16);
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  const size_t offset = GENERATE(size_t{0}, size_t{1}) * static_cast<size_t>(dtypeSize(t));
+  const int threads = GENERATE(64, 256);
+  const std::string config = "{\"threads_per_row\": 1, \"threads\": " + std::to_string(threads) +
+                             ", \"persistent\": 0, \"unroll\": 4, \"lanes\": " + std::to_string(lanes) + "}";
+  INFO(dtypeName(t) << ", " << config << ", pointers " << offset << " bytes off");
+  Graph g;
+  Tensor x = g.input("x", t, {3000, 1024});
+  Tensor w = g.input("w", t, {1024});
+  g.output("s", sum(x, {0}));
+  g.output("m", max(x, {0}, true));
+  g.output("a", argmax(x, 0));
+  g.output("v", var(x, {0}));
+  g.output("sw", sum(cast(x, DType::F32) * cast(w, DType::F32), {0}));
+  test::RunOptions o;
+  o.ranges = {{"x", {-2, 2}}, {"w", {0.5, 1.5}}};
+  o.misalign = offset;
+  o.compile.rowConfigOverride = config;
+  Kernel k = runAndCheck(g, o);
+  INFO(k.explain());
+  CHECK(k.explain().find("\"lanes\": " + std::to_string(lanes)) != std::string::npos);
+}
+
 // Elementwise expressions reduced whole or over columns: split into parts
 // with the reshape moved onto the inputs (planner: sinkReshapes), so the
 // reductions compute the expression in their loads.

@@ -52,6 +52,7 @@ void assembleCubin(const std::string& ptx, CubinRoute route, const CompileOption
   co.route = route;
   co.cudaHome = options.cudaHome;
   CubinResult cubin = ptxToCubin(ptx, options.chip, co);
+  dump("cubin-log", k.name, cubin.log);  // ptxas's or nvJitLink's info log (the resource report's source)
   for (const StageTime& s : cubin.stages) k.stages.push_back(s);
   k.cubin = std::move(cubin.cubin);
   for (const KernelEntry& e : k.entries)

@@ -80,7 +80,14 @@ struct RowConfig {
   // per block, each thread its own columns, and read there by every row
   // (as many as fit in 200 KB), instead of from L2 in every row's last pass.
   bool resident = true;
-  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict" and "min_blocks" only when set, "resident" only when 0
+  // The column form (one thread per row, looped, one pass, no row-shaped
+  // outputs) whose consecutive rows are adjacent in memory (a reduction
+  // over a non-last axis): each thread owns this many consecutive rows
+  // (1, 2, 4, 8, 16), one accumulator per row, and reads the rows' values
+  // at a column with one vector load (the vector entry; the scalar entry
+  // loads them one by one). Rows per block = threads x lanes.
+  int lanes = 1;
+  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
@@ -88,7 +95,7 @@ struct RowConfig {
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail = false);
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32)); throws kiln::Error naming a
+// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32), lanes (1, 2, 4, 8, 16)); throws kiln::Error naming a
 // bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
