@@ -1193,15 +1193,17 @@ TEST_CASE("column reductions: one thread per strided row, the reduced axis split
   }
 }
 
-// The column form's threads own adjacent rows (lanes): 16-byte loads of the
-// widest input (8 bf16 rows, 4 f32 rows), a lanes entry and a scalar entry,
-// rows per block = threads x lanes; lanes only where they divide the rows
-// along the next-to-last axis, and never outside the column form.
+// The column form's threads own adjacent rows (lanes): up to 16-byte loads
+// of the widest input while 12 warps per SM remain (262144 rows: 4 lanes,
+// 8-byte bf16 loads), about 128 bytes in flight per thread and step; a lanes
+// entry and a scalar entry, rows per block = threads x lanes; lanes only
+// where they divide the rows along the next-to-last axis, and never outside
+// the column form.
 TEST_CASE("column reductions: threads own adjacent rows (lanes) read with one vector load", "[compile][reduction]") {
   compiler::CompileOptions o;
   for (DType t : {DType::F32, DType::BF16}) {
     INFO(dtypeName(t));
-    const int lanes = 16 / dtypeSize(t);
+    const int lanes = 4;
     Graph g;
     g.output("y", sum(g.input("x", t, {32768, 4096}), {0}));
     const auto ks = compiler::compileGraph(g, o).kernels;
@@ -1214,10 +1216,21 @@ TEST_CASE("column reductions: threads own adjacent rows (lanes) read with one ve
     CHECK(k.entries[0].vectorized);
     CHECK(k.entries[1].name == k.name + "_s1");
     CHECK(k.launch.elementsPerBlock == 128 * lanes);
-    CHECK(k.tensors.at(0).alignment == 16);  // the lanes' vector loads
+    CHECK(k.tensors.at(0).alignment == lanes * dtypeSize(t));  // the lanes' vector loads
+    CHECK_THAT(k.config, Contains("\"unroll\": " + std::to_string(128 / (lanes * dtypeSize(t)))));
     checkKernelArtifacts(k);
-    // The partials (f32) of the second kernel: 4 lanes.
-    CHECK_THAT(ks[1].config, Contains("\"lanes\": 4"));
+    // The partials' kernel, 4096 rows: one per thread (32 warps per SM
+    // would be left with 2 lanes), 16 loads in flight.
+    CHECK_THAT(ks[1].config, !Contains("lanes"));
+    CHECK_THAT(ks[1].config, Contains("\"unroll\": 16"));
+  }
+  {
+    // 8 lanes (16-byte bf16 loads) where the rows leave 12 warps per SM.
+    Graph g;
+    g.output("y", sum(g.input("x", DType::BF16, {256, 524288}), {0}));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() == 1);
+    CHECK_THAT(ks[0].config, Contains("\"lanes\": 8"));
   }
   {
     // 37 outputs: no lane count divides them.

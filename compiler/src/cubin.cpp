@@ -415,9 +415,16 @@ std::vector<ResourceReport> parseResourceReport(std::string_view logView) {
   //   info    : Function properties for 'k':
   //   info    : used 8 registers, used 0 barriers, 0 stack, 0 bytes smem, ...
   // Device (non-entry) functions get "Function properties" too; only entry
-  // functions are reported.
+  // functions are reported from ptxas's lines. nvJitLink's summary names
+  // a function on its own: at times it comes without any ptxas lines (seen
+  // on the H200 machine for kernels compiled before in the same process,
+  // session 18), and then the summary is the report. It gives local memory
+  // (lmem: stack and spills) but not spills: lmem beyond the stack counts
+  // as spill stores, so that a spilling kernel is still seen to spill.
   static const std::regex entryRe(R"(Compiling entry function '([^']+)')");
+  static const std::regex summaryRe(R"(^info\s*: Function properties for '([^']+)':)");
   static const std::regex propsRe(R"(Function properties for '?([A-Za-z0-9_$.]+)'?:?)");
+  static const std::regex lmemRe(R"((\d+) bytes lmem)");
   static const std::regex regsRe(R"([Uu]sed (\d+) registers)");
   static const std::regex barriersRe(R"(used (\d+) barriers)");
   static const std::regex smemRe(R"((\d+) bytes smem)");
@@ -441,8 +448,19 @@ std::vector<ResourceReport> parseResourceReport(std::string_view logView) {
   std::istringstream in(log);
   std::string line;
   ResourceReport* current = nullptr;
+  std::vector<std::string> summaryOnly;  // reports made from nvJitLink's summary alone
   std::smatch m;
   while (std::getline(in, line)) {
+    if (std::regex_search(line, m, summaryRe)) {
+      std::string name = m[1].str();
+      current = find(name);
+      if (!current) {
+        reports.push_back(ResourceReport{name});
+        current = &reports.back();
+        summaryOnly.push_back(name);
+      }
+      continue;
+    }
     if (std::regex_search(line, m, entryRe)) {
       std::string name = m[1].str();
       if (!isEntry(name)) entries.push_back(name);
@@ -466,6 +484,9 @@ std::vector<ResourceReport> parseResourceReport(std::string_view logView) {
     if (std::regex_search(line, m, stackRe)) current->stackBytes = toInt(m[1].str());
     if (std::regex_search(line, m, spillStRe)) current->spillStoreBytes = toInt(m[1].str());
     if (std::regex_search(line, m, spillLdRe)) current->spillLoadBytes = toInt(m[1].str());
+    if (std::regex_search(line, m, lmemRe) &&
+        std::find(summaryOnly.begin(), summaryOnly.end(), current->kernel) != summaryOnly.end())
+      current->spillStoreBytes = std::max(0, toInt(m[1].str()) - current->stackBytes);
   }
   return reports;
 }

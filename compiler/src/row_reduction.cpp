@@ -2347,19 +2347,34 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     c.threadsPerRow = 1;
     c.threads = 128;
     c.unroll = 8;
-    // Each thread owns several adjacent rows (lanes), so that one load
-    // reads 16 bytes of its inputs' widest dtype: a warp reads 512
-    // contiguous bytes, not 64 (bf16) or 128 (f32), and every row's
-    // thread has the same bytes in flight with fewer threads and loads.
+    // Each thread owns several adjacent rows (lanes): one load reads the
+    // lanes' values at a column, up to 16 bytes of the widest input, as
+    // long as at least 12 warps per SM remain (rows / lanes threads); and
+    // each step has about 128 bytes per thread in flight (unroll 4 to 16).
     // Inductor's outer reductions give a thread adjacent columns the same
-    // way (bf16 column sums: kiln 2.8-2.9 TB/s with one row per thread
-    // against torch.compile's 3.4-3.8, session 17).
-    int widest = 1;
+    // way. Measured on the H200 (2026-12-01, session 18 calls 1-2; ncu,
+    // first kernel, us, not flushed; 32768x4096 split into 64 parts):
+    //   sum(0) bf16: lanes 1 81.7, lanes 4 61.8 (x16) / 64.7 (x8) / 62.5 (x4),
+    //     lanes 8 67.4 (x8: 7.75 warps per SM);
+    //   sum(r*x,0) bf16: lanes 1 169.3, lanes 4 119.8 (x8) / 120.5 (x16) /
+    //     125.2 (x4), lanes 8 120.2;
+    //   sum(0) f32: lanes 1 123.0, lanes 2-8 119.5-122.7;
+    // the partials' kernel (4096 rows of 64): 2.4-3.5 us in every form
+    // but lanes 8 (5 us: 512 threads).
+    int widest = 1, bytesPerColumn = 0;
     for (int id : g.params())
-      if (g.node(id).op == Op::Input) widest = std::max(widest, dtypeSize(g.node(id).dtype));
+      if (g.node(id).op == Op::Input) {
+        widest = std::max(widest, dtypeSize(g.node(id).dtype));
+        bytesPerColumn += dtypeSize(g.node(id).dtype);
+      }
+    int64_t rows = 1;
+    for (size_t a = 0; a + 1 < d.size() && rows > 0; ++a) rows = d[a].isStatic() ? rows * d[a].size : -1;
     const Dim& across = d[d.size() - 2];
     c.lanes = std::max(1, 16 / widest);
-    while (c.lanes > 1 && (across.isDynamic() || across.size % c.lanes != 0)) c.lanes /= 2;
+    while (c.lanes > 1 && (across.isDynamic() || across.size % c.lanes != 0 ||
+                           (rows > 0 && rows / c.lanes < 384 * static_cast<int64_t>(options.smCount))))
+      c.lanes /= 2;
+    c.unroll = static_cast<int>(std::clamp<int64_t>(128 / std::max(1, bytesPerColumn * c.lanes), 4, 16));
     return c;
   }
   if (streamsOnce(g, d)) {

@@ -240,6 +240,26 @@ TEST_CASE("resource report parsing: ptxas -v and nvJitLink -verbose logs", "[com
   CHECK(j[0].kernel == "k");
   CHECK(j[0].registers == 8);
   CHECK(j[0].sharedBytes == 512);
+
+  // nvJitLink's summary without ptxas's lines (seen on the H200 machine):
+  // the summary is the report; local memory beyond the stack counts as
+  // spills.
+  const std::string summaryLog =
+      "info    : 0 bytes gmem\n"
+      "info    : Function properties for 'k_v4':\n"
+      "info    : used 25 registers, used 1 barriers, 0 stack, 1024 bytes smem, 552 bytes cmem[0], 0 bytes lmem\n"
+      "info    : Function properties for 'k_s1':\n"
+      "info    : used 255 registers, used 1 barriers, 8 stack, 0 bytes smem, 552 bytes cmem[0], 40 bytes lmem\n";
+  auto s = parseResourceReport(summaryLog);
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].kernel == "k_v4");
+  CHECK(s[0].registers == 25);
+  CHECK(s[0].sharedBytes == 1024);
+  CHECK(s[0].spillStoreBytes == 0);
+  CHECK(s[1].kernel == "k_s1");
+  CHECK(s[1].registers == 255);
+  CHECK(s[1].stackBytes == 8);
+  CHECK(s[1].spillStoreBytes == 32);
 }
 
 TEST_CASE("compile time: hand-built kernel → cubin (cold, then warm)", "[compiler][backend][timing]") {

@@ -410,7 +410,9 @@ class Instance {
 };
 
 // An entry without a resource report (or one saying 0 registers: seen on
-// the H200 machine for compiles in a process that tunes, cause not found)
+// the H200 machine, where nvJitLink's log at times holds only its own
+// summary, which the parser did not read before session 18; kept as a
+// fallback for logs it cannot read)
 // gets one from the driver: registers, local memory per thread (as stack:
 // the driver does not tell spills from stack, so a spilling candidate is
 // not pruned but timed, and loses) and static shared memory.
