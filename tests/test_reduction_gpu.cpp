@@ -673,9 +673,11 @@ TEST_CASE("column reductions whose threads own several adjacent rows (lanes) mat
   Tensor w = g.input("w", t, {1024});
   g.output("s", sum(x, {0}));
   g.output("m", max(x, {0}, true));
-  if (offset == 0) g.output("a", argmax(x, 0));  // i64: one f32 or bf16 element off would misalign it
+  // Every tensor moves by `offset`: outputs of x's dtype only (argmax's i64
+  // from aligned pointers only).
+  if (offset == 0) g.output("a", argmax(x, 0));
   g.output("v", var(x, {0}));
-  g.output("sw", sum(cast(x, DType::F32) * cast(w, DType::F32), {0}));
+  g.output("sw", cast(sum(cast(x, DType::F32) * cast(w, DType::F32), {0}), t));
   test::RunOptions o;
   // Sums of 3000 values in [0.5, 1.5]: no cancellation (the tolerance is
   // relative to the result; f32 sums of +-2 missed it by 3e-5 at 1e-6 of
