@@ -1415,5 +1415,22 @@ TEST_CASE("argmax and argmin over few long rows or columns split into parts", "[
       CHECK_THAT(cols[0].why, Contains("rows of [64, 4096, 512]"));
       CHECK_THAT(cols[0].config, Contains("\"threads_per_row\": 1,"));
       CHECK(kernelsFor({4096, 4096}, 1).size() == 1);  // enough rows: not split
+      // No axis: the flattened tensor (torch.argmax(x)): a whole tensor in
+      // parts, one kernel whose grid tail picks among the parts.
+      Graph g;
+      Tensor x = g.input("x", t, {2048, 8192});
+      Tensor y = isMax ? argmax(x) : argmin(x);
+      CHECK(y.node().shape.empty());
+      CHECK(y.node().dtype == DType::I64);
+      g.output("y", y);
+      const auto ks = compiler::compileGraph(g, o).kernels;
+      REQUIRE(ks.size() == 1);
+      CHECK_THAT(ks[0].why, Contains("rows of [4096, 4096]"));
+      CHECK_THAT(ks[0].why, Contains("grid tail"));
     }
+  // A dynamic dim cannot be flattened: an error naming the op and the dim.
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {"R", 8192});
+  CHECK_THROWS_WITH(argmax(x), Contains("argmax") && Contains("dim R is dynamic") && Contains("expected an axis"));
+  CHECK(argmin(g.input("s", DType::F32, {7})).node().shape.empty());
 }

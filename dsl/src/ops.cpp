@@ -565,6 +565,25 @@ Tensor min(const Tensor& x, const Axes& axes, bool keepdim, Loc loc) { return re
 Tensor prod(const Tensor& x, const Axes& axes, bool keepdim, Loc loc) { return reduce(Op::Prod, x, axes, keepdim, 1, loc); }
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim, Loc loc) { return reduce(Op::ArgMax, x, Axes(axis), keepdim, 1, loc); }
 Tensor argmin(const Tensor& x, int64_t axis, bool keepdim, Loc loc) { return reduce(Op::ArgMin, x, Axes(axis), keepdim, 1, loc); }
+namespace {
+// argmax/argmin over the flattened tensor: a reshape to one axis, then the
+// reduction over it (the planner splits a long one into parts).
+Tensor argFlat(Op op, const char* name, const Tensor& x, Loc loc) {
+  checkValid(name, {x}, loc);
+  const Node& xn = x.node();
+  for (const Dim& d : xn.shape)
+    if (d.isDynamic())
+      fail(name, {&xn}, "over the whole tensor needs static dims, but dim " + d.name +
+                            " is dynamic (it cannot be flattened); expected an axis", loc);
+  if (xn.rank() == 0) return reduce(op, reshape(x, {Dim(1)}, loc), Axes(0), false, 1, loc);
+  Tensor flat = xn.rank() == 1 ? x : reshape(x, {Dim(staticElementCount(xn.shape))}, loc);
+  return reduce(op, flat, Axes(0), false, 1, loc);
+}
+}  // namespace
+
+Tensor argmax(const Tensor& x, Loc loc) { return argFlat(Op::ArgMax, "argmax", x, loc); }
+Tensor argmin(const Tensor& x, Loc loc) { return argFlat(Op::ArgMin, "argmin", x, loc); }
+
 Tensor var(const Tensor& x, const Axes& axes, int64_t correction, bool keepdim, Loc loc) {
   return reduce(Op::Var, x, axes, keepdim, correction, loc);
 }

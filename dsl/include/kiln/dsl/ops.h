@@ -134,6 +134,10 @@ Tensor min(const Tensor& x, const Axes& axes = {}, bool keepdim = false, KILN_LO
 Tensor prod(const Tensor& x, const Axes& axes = {}, bool keepdim = false, KILN_LOC);
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false, KILN_LOC);
 Tensor argmin(const Tensor& x, int64_t axis, bool keepdim = false, KILN_LOC);
+// Without an axis: the index into the flattened tensor (torch.argmax(x)), a
+// 0-dim i64; static shapes only (a dynamic dim cannot be flattened).
+Tensor argmax(const Tensor& x, KILN_LOC);
+Tensor argmin(const Tensor& x, KILN_LOC);
 Tensor var(const Tensor& x, const Axes& axes = {}, int64_t correction = 1,
            bool keepdim = false, KILN_LOC);
 // Standard deviation. Call it kiln::std (qualified: with `using namespace
