@@ -179,26 +179,59 @@ bool allUnit(const Shape& s) {
   return true;
 }
 
+// The axis a of `from` that `to` splits in two (to = from with from[a]
+// replaced by two dims whose product it is), or -1.
+int64_t splitAxisOf(const Shape& from, const Shape& to) {
+  if (to.size() != from.size() + 1) return -1;
+  for (size_t a = 0; a < from.size(); ++a) {
+    if (from[a] == to[a]) continue;
+    if (!from[a].isStatic() || !to[a].isStatic() || !to[a + 1].isStatic() || to[a].size * to[a + 1].size != from[a].size)
+      return -1;
+    for (size_t i = a + 1; i < from.size(); ++i)
+      if (!(from[i] == to[i + 1])) return -1;
+    return static_cast<int64_t>(a);
+  }
+  return -1;
+}
+
+// Where an operand of shape `s`, broadcast into a value of shape `from`,
+// meets the axis `a` that a split reshape of `from` splits: its own dim
+// index (-1: the operand, right-aligned, has no dim there).
+int64_t operandAxis(const Shape& s, const Shape& from, int64_t a) {
+  return a - static_cast<int64_t>(from.size() - s.size());
+}
+
 // Each node is visited once (an expression that reuses its values, x*x of
 // x*x of ..., would otherwise be walked once per path).
-bool sinkable(const Graph& g, int id, size_t rank) {
-  std::map<int, bool> memo;
-  std::function<bool(int)> walk = [&](int at) {
-    if (auto it = memo.find(at); it != memo.end()) return it->second;
+// `splitAxis` (>= 0): the reshape splits that axis of the value in two
+// (parts); then an operand broadcast along it (a column statistic reused
+// by the next column reduction, softmax's max in exp(x - max) over axis 0)
+// is reshaped too: a unit dim more there, a view.
+bool sinkable(const Graph& g, int id, size_t rank, int64_t splitAxis) {
+  std::map<std::pair<int, int64_t>, bool> memo;
+  std::function<bool(int, int64_t)> walk = [&](int at, int64_t split) {
+    if (auto it = memo.find({at, split}); it != memo.end()) return it->second;
     const Node& n = g.node(at);
     bool ok = n.op == Op::Input || n.op == Op::Constant;
-    if (n.op == Op::Reshape) ok = walk(n.inputs[0]);
+    if (n.op == Op::Reshape) ok = walk(n.inputs[0], -1);  // below it, the split axis is another
     else if (isElementwise(n.op)) {
       ok = true;
       for (int i : n.inputs) {
         const Node& x = g.node(i);
-        // An operand broadcast along some axes is not a reshape of an input.
-        ok = ok && (x.shape == n.shape ? walk(i) : allUnit(x.shape) && x.shape.size() <= rank);
+        if (x.shape == n.shape) {
+          ok = ok && walk(i, split);
+          continue;
+        }
+        // An operand broadcast along some axes is not a reshape of an input;
+        // it is reshaped as it is where it does not vary along the split axis.
+        const int64_t j = split >= 0 ? operandAxis(x.shape, n.shape, split) : -2;
+        const bool alongSplit = split >= 0 && (j < 0 || isUnit(x.shape[static_cast<size_t>(j)]));
+        ok = ok && ((allUnit(x.shape) && x.shape.size() <= rank) || alongSplit);
       }
     }
-    return memo[at] = ok;
+    return memo[{at, split}] = ok;
   };
-  return walk(id);
+  return walk(id, splitAxis);
 }
 
 Graph sinkReshapes(const Graph& g) {
@@ -221,9 +254,25 @@ Graph sinkReshapes(const Graph& g) {
       out = ng.addNode(std::move(r));
     } else {
       const Shape from = c.shape;
+      const int64_t a = splitAxisOf(from, to);
       c.shape = to;
-      for (int& i : c.inputs)
-        if (ng.node(i).shape == from) i = sink(ng, i, to);
+      for (int& i : c.inputs) {
+        const Shape s = ng.node(i).shape;
+        if (s == from) {
+          i = sink(ng, i, to);
+          continue;
+        }
+        // Broadcast along the split axis: a unit dim more there (a view).
+        const int64_t j = a >= 0 ? operandAxis(s, from, a) : -1;
+        if (j < 0) continue;
+        Node r;
+        r.op = Op::Reshape;
+        r.dtype = ng.node(i).dtype;
+        r.shape = s;
+        r.shape.insert(r.shape.begin() + j, Dim(1));
+        r.inputs = {i};
+        i = ng.addNode(std::move(r));
+      }
       out = ng.addNode(std::move(c));
     }
     return memo[key] = out;
@@ -231,7 +280,8 @@ Graph sinkReshapes(const Graph& g) {
   return rewriteNodes(g, [&](Graph& ng, int, Node c) {
     if (c.op != Op::Reshape) return ng.addNode(std::move(c));
     const Node& x = ng.node(c.inputs[0]);
-    if (x.op == Op::Input || unitReshape(c, x) || !sinkable(ng, c.inputs[0], c.shape.size()))
+    if (x.op == Op::Input || unitReshape(c, x) ||
+        !sinkable(ng, c.inputs[0], c.shape.size(), splitAxisOf(x.shape, c.shape)))
       return ng.addNode(std::move(c));
     return sink(ng, c.inputs[0], c.shape);
   });
@@ -372,7 +422,7 @@ Graph splitLongReductions(const Graph& g) {
       // rows that one block would take long to read (a whole tensor).
       if (fixed && (S = splitParts(R, x.shape.back().size)) > 1 &&
           (downstream.reaches(id, x.shape) || fromReduction(n.inputs[0], up) ||
-           (!sinkable(g, under, x.shape.size() + 1) && x.shape.back().size < kSplitMinWritten)))
+           (!sinkable(g, under, x.shape.size() + 1, -1) && x.shape.back().size < kSplitMinWritten)))
         S = 1;
     }
     if (S == 1) return ng.addNode(std::move(c));
@@ -400,20 +450,25 @@ Graph splitLongReductions(const Graph& g) {
 // only as many threads as outputs. splitColumnReductions splits the reduced
 // axis into S parts first: x [.., R, ..] as [.., S, R/S, ..], reduced over
 // R/S (outputs x S threads), then over S (a second kernel: a reduction of
-// a reduction over other rows). The same ops and conditions as
-// splitLongReductions; only inputs or elementwise expressions of them
-// (sinkReshapes moves the reshape onto the inputs), static shapes.
+// a reduction over other rows). The same ops as splitLongReductions; only
+// inputs or elementwise expressions of them (sinkReshapes moves the reshape
+// onto the inputs), where an operand may also be a value broadcast along
+// the reduced axis (a column statistic: softmax's max in sum(exp(x - max))
+// over axis 0, a norm's mean in its variance), static shapes. Unlike a
+// row's, a column reduction's result broadcast back over x is read by a
+// kernel of its own anyway (its rows are a permuted view), so results that
+// are broadcast back split too: softmax or a norm over axis 0 become
+// statistics in parts, then the output's pointwise kernel.
 constexpr int64_t kColumnFewThreads = 65536;   // outputs below this split
 constexpr int64_t kColumnMinPart = 256;        // values per part at least
 constexpr int64_t kColumnMaxThreads = 262144;  // outputs x parts at most
 
 Graph splitColumnReductions(const Graph& g) {
-  const Downstream downstream(g);
   return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
     const Node& n = g.node(id);
     int64_t S = 1, a = -1;
     if (isReduction(n.op) && splittable(n.op) && n.axes.size() == 1 &&
-        sinkable(g, n.inputs[0], g.node(n.inputs[0]).shape.size() + 1)) {
+        sinkable(g, n.inputs[0], g.node(n.inputs[0]).shape.size() + 1, n.axes[0])) {
       const Node& x = g.node(n.inputs[0]);
       a = n.axes[0];
       bool fixed = true;
@@ -422,7 +477,7 @@ Graph splitColumnReductions(const Graph& g) {
         fixed = fixed && x.shape[i].isStatic();
         if (i != a && x.shape[i].isStatic()) others *= x.shape[i].size;
       }
-      if (fixed && a < x.rank() - 1 && others < kColumnFewThreads && !downstream.reaches(id, x.shape)) {
+      if (fixed && a < x.rank() - 1 && others < kColumnFewThreads) {
         const int64_t R = x.shape[a].size;
         while (R % (2 * S) == 0 && R / (2 * S) >= kColumnMinPart && others * 2 * S <= kColumnMaxThreads) S *= 2;
       }
@@ -651,8 +706,15 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
     return;
   }
   // A value needing reductions of other kernels: store it from the kernel
-  // that can compute it, as high up the expression as possible.
-  if (!foreign.empty() && !coneGroups(id).count(kernel)) {
+  // that can compute it, as high up the expression as possible — except an
+  // elementwise value that no row kernel can store (a pointwise kernel
+  // would write it only for this one to read it back): this kernel
+  // computes it itself, reading the other kernels' results it needs (softmax
+  // over axis 0 in parts: exp(x - max) in the loads of the sum's parts, and
+  // again in the output's pointwise kernel).
+  const bool recompute = isElementwise(n.op) && !foreign.empty() && !coneGroups(id).count(kernel) &&
+                         !fits(id, *coneGroups(id).rbegin());
+  if (!foreign.empty() && !coneGroups(id).count(kernel) && !recompute) {
     int owner = ownerFor(id, false);
     if (owner != kernel) {
       std::string reason =
