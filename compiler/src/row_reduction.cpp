@@ -307,7 +307,7 @@ class RowEmitter {
   // differ in that axis only). The loop carries one set of accumulators
   // per lane; what depends on the row but not on the column (row pointers,
   // per-row values, the finalized results, the row outputs) is emitted per
-  // lane with that lane's row, row memo and results swapped in (enterLane).
+  // lane with that lane's row, row memo and results swapped in (swapLane).
   // laneVec_: this entry loads the lanes' values at a column as one vector
   // where an access is contiguous across rows (laneVectorAccess).
   bool laneVec_ = false;
