@@ -52,7 +52,8 @@ struct Plan {
   std::string explain;
 };
 
-Plan planGraph(const Graph& g);
+// Exported for the tests that evaluate a plan's kernels on the CPU.
+KILN_COMPILER_API Plan planGraph(const Graph& g);
 
 // The graph with every reduction rewritten over its operand's last axis
 // (exposed for tests and `kiln compile --emit=graph`).

@@ -1,0 +1,130 @@
+// Plans evaluated on the CPU: every kernel's sub-graph by the reference
+// evaluator, in launch order, each workspace tensor passed from the kernel
+// that writes it (rounded to its dtype, as the GPU stores it) to the ones
+// that read it, a grid tail after its kernel. The graph's outputs must
+// match the whole graph's evaluation: the planner's rewrites (reductions
+// normalized, split into parts, reshapes sunk onto inputs, values
+// recomputed or materialized) keep the graph's meaning, checked without a
+// GPU. (The GPU tests check what the kernels make of each sub-graph.)
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "../compiler/src/planner.h"
+#include "gpu_support.h"
+#include "reduction_graphs.h"
+
+using namespace kiln;
+
+namespace {
+
+// Runs the plan of `g` on `in` with the reference evaluator; every value by
+// name (graph inputs, workspace tensors, graph outputs).
+std::map<std::string, HostTensor> runPlan(const compiler::Plan& plan, const EvalInputs& in) {
+  std::map<std::string, HostTensor> values = in.tensors;
+  auto run = [&](const Graph& sub) {
+    EvalInputs ki;
+    ki.dims = in.dims;
+    ki.scalars = in.scalars;
+    for (int id : sub.params()) {
+      const Node& n = sub.node(id);
+      if (n.op != Op::Input) continue;
+      auto it = values.find(n.name);
+      INFO("input " << n.name << " of a kernel's sub-graph:\n" << sub.toText());
+      REQUIRE(it != values.end());  // written by an earlier kernel, or a graph input
+      ki.tensors[n.name] = it->second;
+    }
+    for (EvalOutput& o : evaluate(sub, ki)) values[o.name] = std::move(o.value);
+  };
+  for (const compiler::KernelPlan& k : plan.kernels) {
+    run(k.graph);
+    if (k.tail) run(*k.tail);
+  }
+  return values;
+}
+
+// Plans `c` and checks the plan's outputs against the graph's on random
+// inputs (the case's ranges), with the GPU tests' tolerances.
+void checkPlan(const test::GraphCase& c, const DimBindings& dims = {}, size_t minKernels = 1) {
+  INFO(c.label);
+  const compiler::Plan plan = compiler::planGraph(c.graph);
+  INFO(plan.explain);
+  CHECK(plan.kernels.size() >= minKernels);
+  const EvalInputs in = randomInputs(c.graph, dims, 20261201, c.ranges);
+  const std::map<std::string, HostTensor> got = runPlan(plan, in);
+  for (const EvalOutput& want : evaluate(c.graph, in)) {
+    auto it = got.find(want.name);
+    REQUIRE(it != got.end());
+    test::checkOutput(want, it->second, 2 * c.tolScale, test::relFloorOf(c.relFloor, want.name));
+  }
+}
+
+// relFloor: |want| below which the tolerance is absolute (0 for softmax's
+// small positive values; 1 where values near 0 come from cancellations,
+// x - mean).
+test::GraphCase oneOutput(const std::string& what, DType t, const Shape& shape,
+                          const std::function<Tensor(const Tensor&)>& body, InputRanges ranges = {{"x", {-0.5, 1}}},
+                          double relFloor = 0) {
+  test::GraphCase c;
+  c.label = test::caseLabel(what, t, shape);
+  c.graph.output("y", body(c.graph.input("x", t, shape)));
+  c.ranges = std::move(ranges);
+  c.relFloor = {{"y", relFloor}};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: graphs split into several kernels",
+          "[compile][plan]") {
+  for (DType t : {DType::F32, DType::BF16})
+    for (const Shape& s : {Shape{Dim(2048), Dim(64)}, Shape{Dim(1024), Dim(96)}})
+      for (const test::GraphCase& c : test::splitCases(t, s)) checkPlan(c);
+}
+
+// Normalizations over a non-last axis: each statistic in parts (the column
+// split with the previous statistic broadcast into the next one's parts,
+// reshaped with a unit dim where the split axis is not the first), then
+// the output's kernel.
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: normalizations over other axes",
+          "[compile][plan]") {
+  auto norm = [](int64_t axis) {
+    return [axis](const Tensor& x) {
+      Tensor xf = cast(x, DType::F32);
+      Tensor d = xf - mean(xf, {axis}, true);
+      return cast(d * rsqrt(mean(d * d, {axis}, true) + 1e-5), x.node().dtype);
+    };
+  };
+  for (DType t : {DType::F32, DType::BF16}) {
+    checkPlan(oneOutput("softmax(x, 0)", t, {2048, 64}, [](const Tensor& x) { return softmax(x, 0); }), {}, 5);
+    checkPlan(oneOutput("log_softmax(x, 0)", t, {2048, 64}, [](const Tensor& x) { return log_softmax(x, 0); }), {}, 5);
+    checkPlan(oneOutput("softmax(x, 1)", t, {3, 1024, 48}, [](const Tensor& x) { return softmax(x, 1); }), {}, 5);
+    checkPlan(oneOutput("norm(x, 0)", t, {4096, 32}, norm(0), {{"x", {-0.5, 1}}}, 1), {}, 5);
+    checkPlan(oneOutput("norm(x, 1)", t, {3, 2048, 40}, norm(1), {{"x", {-0.5, 1}}}, 1), {}, 5);
+    // keepdim false: the statistic right-aligned against x
+    checkPlan(oneOutput("sum(exp(x - max(x, 0)), 0)", t, {2048, 64},
+                        [](const Tensor& x) { return sum(exp(x - max(x, {0})), {0}); }));
+  }
+}
+
+// Column and whole-tensor reductions of expressions, argmax/argmin in parts
+// (and over the flattened tensor), cross_entropy's mean as a grid tail.
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: reductions in parts and grid tails",
+          "[compile][plan]") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    checkPlan(oneOutput("sum(x*x)", t, {1024, 512}, [](const Tensor& x) { return sum(cast(x, DType::F32) * cast(x, DType::F32)); },
+                        {{"x", {0.5, 1.5}}}));
+    checkPlan(oneOutput("mean(x, 1)", t, {4, 2048, 64}, [](const Tensor& x) { return mean(x, {1}); }, {{"x", {0.5, 1.5}}}));
+    checkPlan(oneOutput("argmax(x, 0)", t, {4096, 32}, [](const Tensor& x) { return argmax(x, 0); }));
+    checkPlan(oneOutput("argmin(x)", t, {512, 1024}, [](const Tensor& x) { return argmin(x); }));
+    test::GraphCase g;
+    g.label = test::caseLabel("sum(r*x, 0)", t, {2048, 128});
+    Tensor r = g.graph.input("r", t, {2048, 128});
+    Tensor x = g.graph.input("x", t, {2048, 128});
+    g.graph.output("dw", sum(cast(r, DType::F32) * cast(x, DType::F32), {0}));
+    g.ranges = {{"r", {0.5, 1.5}}, {"x", {0.5, 1.5}}};
+    checkPlan(g, {}, 2);
+    checkPlan(test::crossEntropyMean(t, DType::I64, {"R", 1000}, true), {{"R", 300}});
+  }
+}
