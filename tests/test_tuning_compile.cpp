@@ -112,8 +112,15 @@ TEST_CASE("config spaces: every candidate compiles spill-free and means what it 
   graphs.push_back({"gelu bf16 4096", geluGraph(DType::BF16, {Dim("R"), 4096})});
   // Rows held by clusters of blocks (sm_90), and the looped form.
   graphs.push_back({"softmax f32 262144", softmaxGraph(DType::F32, {Dim("R"), 262144})});
+  // The column form (one kernel: enough outputs not to split): lanes.
+  Graph cols;
+  cols.output("y", sum(cols.input("x", DType::BF16, {64, 65536}), {0}));
+  graphs.push_back({"column sum bf16", std::move(cols)});
   for (const auto& [name, g] : graphs) {
     auto info = compiler::describeKernels(g)[0];
+    if (name == "column sum bf16")
+      CHECK(std::count_if(info.space.begin(), info.space.end(),
+                          [](const std::string& c) { return c.find("\"lanes\": 8") != std::string::npos; }) == 9);
     for (const std::string& cand : info.space) {
       INFO(name << ": " << cand);
       compiler::CompileOptions o;

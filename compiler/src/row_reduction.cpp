@@ -2672,7 +2672,11 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
     int widest = 1;
     for (int id : g.params())
       if (g.node(id).op == Op::Input) widest = std::max(widest, dtypeSize(g.node(id).dtype));
-    for (int lanes = 1; lanes * widest <= 16; lanes *= 2)
+    const Shape d = domainOf(g);
+    const Dim across = d.size() >= 2 ? d[d.size() - 2] : Dim(1);
+    // Lane counts that divide the rows along the next-to-last axis (others
+    // would compile as one lane: the same kernel twice).
+    for (int lanes = 1; lanes * widest <= 16 && (lanes == 1 || (across.isStatic() && across.size % lanes == 0)); lanes *= 2)
       for (int threads : {64, 128, 256})
         for (int u : {4, 8, 16}) {
           RowConfig c = h;
