@@ -128,3 +128,37 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: reductio
     checkPlan(test::crossEntropyMean(t, DType::I64, {"R", 1000}, true), {{"R", 300}});
   }
 }
+
+// Every reduction op and dtype of the sweep over each axis of a 3-D tensor,
+// over two axes and over all, keepdim or not: the planner's normalized,
+// permuted and split forms (600 = 2 parts of 300 along axis 1; 4096 values
+// along axis 2 of a whole-tensor reduction split into parts).
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: every reduction op over every axis",
+          "[compile][plan]") {
+  const Shape shape = {Dim(4), Dim(600), Dim(48)};
+  for (Op op : test::reductionOps())
+    for (DType t : test::sweepDTypes(op))
+      for (const Axes& axes : {Axes{0}, Axes{1}, Axes{2}, Axes{0, 2}, Axes{}})
+        for (bool keep : {false, true}) {
+          const bool arg = op == Op::ArgMax || op == Op::ArgMin;
+          if (arg && axes.list.size() != 1) continue;  // one axis (or none: argmax(x))
+          test::GraphCase c;
+          c.label = test::caseLabel(std::string(opName(op)) + " over " + std::to_string(axes.list.size()) + " axes" +
+                                        (axes.list.empty() ? "" : " from " + std::to_string(axes.list[0])) +
+                                        (keep ? " keepdim" : ""),
+                                    t, shape);
+          Tensor x = c.graph.input("x", t, shape);
+          c.graph.output("y", reduce(op, x, axes, keep));
+          c.ranges = {{"x", test::reductionRange(op, t, 600 * 48)}};
+          if (op == Op::Prod) c.tolScale = 4;
+          checkPlan(c);
+        }
+  for (DType t : {DType::F32, DType::BF16}) {
+    test::GraphCase c;
+    c.label = test::caseLabel("argmax(x), argmin(x)", t, {Dim(64), Dim(4096)});
+    Tensor x = c.graph.input("x", t, {64, 4096});
+    c.graph.output("a", argmax(x));
+    c.graph.output("b", argmin(x));
+    checkPlan(c);
+  }
+}
