@@ -46,6 +46,17 @@ Graph rewriteNodes(const Graph& g, const std::function<int(Graph& ng, int id, No
   return ng;
 }
 
+// Node `input` of `ng` reshaped to `shape` (its dtype): the planner's
+// rewrites make every reshape this way.
+int addReshape(Graph& ng, int input, const Shape& shape) {
+  Node r;
+  r.op = Op::Reshape;
+  r.dtype = ng.node(input).dtype;
+  r.shape = shape;
+  r.inputs = {input};
+  return ng.addNode(std::move(r));
+}
+
 }  // namespace
 
 Graph normalizeReductions(const Graph& g) {
@@ -97,12 +108,7 @@ Graph normalizeReductions(const Graph& g) {
         step.shape = shape;
         prev = ng.addNode(std::move(step));  // planGraph normalizes each step again
       }
-      Node r;
-      r.op = Op::Reshape;
-      r.dtype = n.dtype;
-      r.shape = n.shape;
-      r.inputs = {prev};
-      return ng.addNode(std::move(r));
+      return addReshape(ng, prev, n.shape);
     }
     if (reducedDims.size() != 1) {
       int64_t len = 1;
@@ -113,13 +119,9 @@ Graph normalizeReductions(const Graph& g) {
                       " cannot be compiled yet: reduce one axis at a time, or bind the dim");
         len *= d.size;
       }
-      Node r;
-      r.op = Op::Reshape;
-      r.dtype = x.dtype;
-      r.shape = kept;
-      r.shape.push_back(Dim(len));
-      r.inputs = {cur};
-      cur = ng.addNode(std::move(r));
+      Shape merged = kept;
+      merged.push_back(Dim(len));
+      cur = addReshape(ng, cur, merged);
     }
     Node red = n;
     red.inputs = {cur};
@@ -127,14 +129,7 @@ Graph normalizeReductions(const Graph& g) {
     red.keepdim = false;
     red.shape = kept;
     cur = ng.addNode(std::move(red));
-    if (!(kept == n.shape)) {
-      Node r;
-      r.op = Op::Reshape;
-      r.dtype = n.dtype;
-      r.shape = n.shape;
-      r.inputs = {cur};
-      cur = ng.addNode(std::move(r));
-    }
+    if (!(kept == n.shape)) cur = addReshape(ng, cur, n.shape);
     return cur;
   });
 }
@@ -246,12 +241,7 @@ Graph sinkReshapes(const Graph& g) {
     } else if (c.shape == to) {
       out = id;
     } else if (c.op == Op::Input) {
-      Node r;
-      r.op = Op::Reshape;
-      r.dtype = c.dtype;
-      r.shape = to;
-      r.inputs = {id};
-      out = ng.addNode(std::move(r));
+      out = addReshape(ng, id, to);
     } else {
       const Shape from = c.shape;
       const int64_t a = splitAxisOf(from, to);
@@ -265,13 +255,9 @@ Graph sinkReshapes(const Graph& g) {
         // Broadcast along the split axis: a unit dim more there (a view).
         const int64_t j = a >= 0 ? operandAxis(s, from, a) : -1;
         if (j < 0) continue;
-        Node r;
-        r.op = Op::Reshape;
-        r.dtype = ng.node(i).dtype;
-        r.shape = s;
-        r.shape.insert(r.shape.begin() + j, Dim(1));
-        r.inputs = {i};
-        i = ng.addNode(std::move(r));
+        Shape unit = s;
+        unit.insert(unit.begin() + j, Dim(1));
+        i = addReshape(ng, i, unit);
       }
       out = ng.addNode(std::move(c));
     }
@@ -434,13 +420,9 @@ Graph splitLongReductions(const Graph& g) {
     while (ng.node(cur).op == Op::Reshape) cur = ng.node(cur).inputs[0];
     Shape parts(x.shape.begin(), x.shape.end() - 1);
     parts.push_back(Dim(S));
-    Node r;
-    r.op = Op::Reshape;
-    r.dtype = x.dtype;
-    r.shape = parts;
-    r.shape.push_back(Dim(N / S));
-    r.inputs = {cur};
-    return reduceInParts(ng, n, ng.addNode(std::move(r)), static_cast<int64_t>(parts.size()) - 1,
+    Shape split = parts;
+    split.push_back(Dim(N / S));
+    return reduceInParts(ng, n, addReshape(ng, cur, split), static_cast<int64_t>(parts.size()) - 1,
                          static_cast<int64_t>(parts.size()));
   });
 }
@@ -493,12 +475,7 @@ Graph splitColumnReductions(const Graph& g) {
         parts.push_back(x.shape[i]);
       }
     }
-    Node r;
-    r.op = Op::Reshape;
-    r.dtype = x.dtype;
-    r.shape = parts;
-    r.inputs = {c.inputs[0]};
-    return reduceInParts(ng, n, ng.addNode(std::move(r)), a, a + 1);
+    return reduceInParts(ng, n, addReshape(ng, c.inputs[0], parts), a, a + 1);
   });
 }
 

@@ -2292,6 +2292,19 @@ int64_t stagedRowBytes(const Graph& g, const Shape& d) {
   return bytes;
 }
 
+// The most lanes a column-form thread may own: 16 bytes of the widest
+// input at a column, and a count that divides the rows along the
+// next-to-last axis (so a thread's rows differ only there). 1: none.
+int maxLanes(const Graph& g, const Shape& d) {
+  int widest = 1;
+  for (int id : g.params())
+    if (g.node(id).op == Op::Input) widest = std::max(widest, dtypeSize(g.node(id).dtype));
+  if (d.size() < 2 || d[d.size() - 2].isDynamic()) return 1;
+  int lanes = std::max(1, 16 / widest);
+  while (lanes > 1 && d[d.size() - 2].size % lanes != 0) lanes /= 2;
+  return lanes;
+}
+
 }  // namespace
 
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail) {
@@ -2341,6 +2354,8 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   // adjacent (a reduction over a non-last axis: the planner's permuted
   // view): one thread per row, so a warp's loads read 32 adjacent values of
   // 32 rows (coalesced), several loads in flight per thread.
+  int64_t staticRows = 1;  // -1: a dynamic row count
+  for (size_t a = 0; a + 1 < d.size() && staticRows >= 0; ++a) staticRows = d[a].isStatic() ? staticRows * d[a].size : -1;
   if (streamsOnce(g, d) && !nd.isDynamic() && stridedRows(g)) {
     c.vector = 1;
     c.persistent = false;
@@ -2361,18 +2376,11 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     //   sum(0) f32: lanes 1 123.0, lanes 2-8 119.5-122.7;
     // the partials' kernel (4096 rows of 64): 2.4-3.5 us in every form
     // but lanes 8 (5 us: 512 threads).
-    int widest = 1, bytesPerColumn = 0;
+    int bytesPerColumn = 0;
     for (int id : g.params())
-      if (g.node(id).op == Op::Input) {
-        widest = std::max(widest, dtypeSize(g.node(id).dtype));
-        bytesPerColumn += dtypeSize(g.node(id).dtype);
-      }
-    int64_t rows = 1;
-    for (size_t a = 0; a + 1 < d.size() && rows > 0; ++a) rows = d[a].isStatic() ? rows * d[a].size : -1;
-    const Dim& across = d[d.size() - 2];
-    c.lanes = std::max(1, 16 / widest);
-    while (c.lanes > 1 && (across.isDynamic() || across.size % c.lanes != 0 ||
-                           (rows > 0 && rows / c.lanes < 384 * static_cast<int64_t>(options.smCount))))
+      if (g.node(id).op == Op::Input) bytesPerColumn += dtypeSize(g.node(id).dtype);
+    c.lanes = maxLanes(g, d);
+    while (c.lanes > 1 && staticRows > 0 && staticRows / c.lanes < 384 * static_cast<int64_t>(options.smCount))
       c.lanes /= 2;
     c.unroll = static_cast<int>(std::clamp<int64_t>(128 / std::max(1, bytesPerColumn * c.lanes), 4, 16));
     return c;
@@ -2466,8 +2474,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   // Fewer rows than one wave of such blocks (a static row count) stay held:
   // latency rules there, and a held row is read once (session 8, graph
   // replay at 512x4096 bf16: softmax 3.2 us held; session 9: 3.7 looped).
-  int64_t staticRows = 1;  // -1: a dynamic row count
-  for (size_t a = 0; a + 1 < d.size() && staticRows >= 0; ++a) staticRows = d[a].isStatic() ? staticRows * d[a].size : -1;
   // f32 rows too since the hinted loads carry the same L1 priority
   // (session 10 call 6, 32768x4096 f32, TB/s, held -> looped 256 x 4):
   // softmax 4.13 -> 4.22, rmsnorm 4.16 -> 4.20 (with the L2 hint alone they
@@ -2667,16 +2673,10 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   if (h.vector >= 4) vectors.push_back(h.vector / 2);
   const int64_t vecs = (N + h.vector - 1) / h.vector;
   if (h.threadsPerRow == 1 && !h.persistent) {
-    // The column form: block sizes, loads in flight and lanes (up to
-    // 16-byte loads of the widest input).
-    int widest = 1;
-    for (int id : g.params())
-      if (g.node(id).op == Op::Input) widest = std::max(widest, dtypeSize(g.node(id).dtype));
-    const Shape d = domainOf(g);
-    const Dim across = d.size() >= 2 ? d[d.size() - 2] : Dim(1);
-    // Lane counts that divide the rows along the next-to-last axis (others
-    // would compile as one lane: the same kernel twice).
-    for (int lanes = 1; lanes * widest <= 16 && (lanes == 1 || (across.isStatic() && across.size % lanes == 0)); lanes *= 2)
+    // The column form: block sizes, loads in flight and every lane count
+    // up to maxLanes.
+    const int most = maxLanes(g, domainOf(g));
+    for (int lanes = 1; lanes <= most; lanes *= 2)
       for (int threads : {64, 128, 256})
         for (int u : {4, 8, 16}) {
           RowConfig c = h;
