@@ -26,7 +26,7 @@ std::string RowConfig::json() const {
          (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": " + std::to_string(prefetch) : std::string()) + (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) +
          (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) +
          (resident ? "" : ", \"resident\": 0") + (lanes > 1 ? ", \"lanes\": " + std::to_string(lanes) : std::string()) +
-         "}";
+         (maxBlocks > 0 ? ", \"max_blocks\": " + std::to_string(maxBlocks) : std::string()) + "}";
 }
 
 namespace {
@@ -2216,7 +2216,10 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     out.ptxFeatures = "+ptx80";  // cp.async.bulk, mbarrier expect_tx (PTX ISA 8.0)
   }
   // The blocks (clusters) loop over rows: as many as fit at once.
-  if (cfg_.prefetch || cfg_.loopsRows()) k.launch.resident = true;
+  if (cfg_.prefetch || cfg_.loopsRows()) {
+    k.launch.resident = true;
+    k.launch.maxBlocks = cfg_.maxBlocks > 0 ? std::max<int64_t>(cfg_.maxBlocks / cfg_.cluster, 1) * cfg_.cluster : 0;
+  }
   if (cfg_.cluster > 1) {
     k.launch.sharedBytes += 2 * kExchangeEntries * 8 + 16;
     // barrier.cluster.arrive.relaxed (PTX ISA 8.0); st.async (8.1); a relaxed
@@ -2786,7 +2789,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..16; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
                         "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1; "
-                        "lanes: 1, 2, 4, 8, 16",
+                        "lanes: 1, 2, 4, 8, 16; max_blocks: >= 0 (row loops)",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -2801,6 +2804,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "evict" && v >= 0 && v <= 2) c.evict = static_cast<int>(v);
                           else if (key == "resident" && (v == 0 || v == 1)) c.resident = v == 1;
                           else if (key == "lanes" && isPow2(v) && v <= 16) c.lanes = static_cast<int>(v);
+                          else if (key == "max_blocks" && v >= 0) c.maxBlocks = v;
                           else return false;
                           return true;
                         });

@@ -87,7 +87,11 @@ struct RowConfig {
   // at a column with one vector load (the vector entry; the scalar entry
   // loads them one by one). Rows per block = threads x lanes.
   int lanes = 1;
-  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1
+  // A kernel that loops over rows (clusters, prefetch, plain row loops):
+  // at most this many blocks (whole clusters), fewer than fit at once
+  // (0: as many as fit). For measuring how a kernel scales with SMs.
+  int64_t maxBlocks = 0;
+  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
