@@ -118,6 +118,15 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: reductio
     checkPlan(oneOutput("mean(x, 1)", t, {4, 2048, 64}, [](const Tensor& x) { return mean(x, {1}); }, {{"x", {0.5, 1.5}}}));
     checkPlan(oneOutput("argmax(x, 0)", t, {4096, 32}, [](const Tensor& x) { return argmax(x, 0); }));
     checkPlan(oneOutput("argmin(x)", t, {512, 1024}, [](const Tensor& x) { return argmin(x); }));
+    // var/std in parts (each part's mean and variance, then Chan's merge),
+    // also of values far from 0 (the merge's deviations of part means)
+    checkPlan(oneOutput("var(x, 0)", t, {4096, 32}, [](const Tensor& x) { return var(x, {0}); }), {}, 2);
+    checkPlan(oneOutput("std(x, 0) shifted", t, {4096, 32}, [](const Tensor& x) { return kiln::std(x, {0}); },
+                        {{"x", {100, 101}}}), {}, 2);
+    checkPlan(oneOutput("var(x, 1, correction 0, keepdim)", t, {4, 2048, 64},
+                        [](const Tensor& x) { return var(x, {1}, 0, true); }), {}, 2);
+    checkPlan(oneOutput("std(x)", t, {1024, 512}, [](const Tensor& x) { return kiln::std(x); }, {{"x", {-3, 5}}}));
+    checkPlan(oneOutput("var(x, correction 3)", t, {64, 4096}, [](const Tensor& x) { return var(x, {}, 3); }));
     test::GraphCase g;
     g.label = test::caseLabel("sum(r*x, 0)", t, {2048, 128});
     Tensor r = g.graph.input("r", t, {2048, 128});

@@ -279,7 +279,7 @@ Graph sinkReshapes(const Graph& g) {
 // accumulation type), then each row's S partials reduce again, in order
 // (deterministic) — for one row the row kernel's grid tail, else a second
 // kernel. Only sum, mean (of equal parts: the mean of the means), max, min,
-// prod, argmax and argmin (argInParts); only where nothing downstream broadcasts the result back over
+// prod, argmax and argmin (argInParts), var and std (varInParts); only where nothing downstream broadcasts the result back over
 // the row (softmax and the norms keep their single pass) and the operand
 // does not come from another reduction (cross_entropy's mean stays a tail).
 constexpr int64_t kSplitMaxRows = 64;       // rows at most (more fill the GPU)
@@ -289,7 +289,26 @@ constexpr int64_t kSplitMinWritten = 262144;  // values per row at least where t
 
 bool splittable(Op op) {
   return op == Op::Sum || op == Op::Mean || op == Op::Max || op == Op::Min || op == Op::Prod || op == Op::ArgMax ||
-         op == Op::ArgMin;
+         op == Op::ArgMin || op == Op::Var || op == Op::Std;
+}
+
+// var/std over parts of P values each, S parts (N = S·P values): each
+// part's mean m and variance q (correction 0; one pass), then Chan's merge
+// of equal counts: the mean of squared deviations is mean(q) + mean((m -
+// M)²) with M = mean(m), scaled by N / (N - correction). In f32, cast to
+// n's dtype.
+int varInParts(Graph& ng, const Node& n, int cur, int64_t outer, int64_t inner) {
+  Tensor xp = ng.tensor(cur);
+  if (xp.dtype() != DType::F32) xp = cast(xp, DType::F32);
+  const int64_t N = ng.node(cur).shape[static_cast<size_t>(outer)].size * ng.node(cur).shape[static_cast<size_t>(inner)].size;
+  const Tensor m = mean(xp, {inner});
+  const Tensor q = var(xp, {inner}, 0);
+  const Tensor d = m - mean(m, {outer}, true);
+  Tensor v = mean(q, {outer}, n.keepdim) + mean(d * d, {outer}, n.keepdim);
+  // torch divides by max(0, N - correction): inf (0/0 = NaN) past N.
+  if (n.correction != 0) v = v * (static_cast<double>(N) / static_cast<double>(std::max<int64_t>(0, N - n.correction)));
+  if (n.op == Op::Std) v = sqrt(v);
+  return (v.dtype() == n.dtype ? v : cast(v, n.dtype)).id();
 }
 
 // argmax/argmin over parts: each part's extreme and its index in the part
@@ -316,6 +335,7 @@ int argInParts(Graph& ng, const Node& n, int cur, int64_t outer, int64_t inner) 
 // parts in f32, then cast to n's dtype.
 int reduceInParts(Graph& ng, const Node& n, int cur, int64_t outer, int64_t inner) {
   if (n.op == Op::ArgMax || n.op == Op::ArgMin) return argInParts(ng, n, cur, outer, inner);
+  if (n.op == Op::Var || n.op == Op::Std) return varInParts(ng, n, cur, outer, inner);
   const bool widen = isFloat(n.dtype) && n.op != Op::Max && n.op != Op::Min;
   const DType acc = widen ? DType::F32 : n.dtype;
   auto castTo = [&](int v, DType t) {
