@@ -1186,6 +1186,27 @@ TEST_CASE("column reductions: one thread per strided row, the reduced axis split
     g.output("y", sum(g.input("x", DType::F32, {64, 65536}), {1}));
     CHECK_THAT(compiler::compileGraph(g, o).kernels.at(0).config, !Contains("\"threads_per_row\": 1,"));
   }
+  // var/std over axis 0 (batch statistics): each part's mean and variance
+  // in one column kernel, then Chan's merge over the parts (before: one
+  // thread per output walked 32768 strided values).
+  for (DType t : {DType::F32, DType::BF16})
+    for (bool isStd : {false, true}) {
+      INFO(dtypeName(t) << (isStd ? " std" : " var"));
+      Graph g;
+      Tensor x = g.input("x", t, {32768, 4096});
+      g.output("y", isStd ? kiln::std(x, {0}) : var(x, {0}));
+      const auto ks = compiler::compileGraph(g, o).kernels;
+      REQUIRE(ks.size() == 2);
+      for (const auto& k : ks) checkKernelArtifacts(k);
+      CHECK_THAT(ks[0].why, Contains("rows of [64, 4096, 512]"));
+      CHECK_THAT(ks[1].why, Contains("rows of [4096, 64]"));
+      CHECK_THAT(ks[0].config, Contains("\"threads_per_row\": 1,"));
+      Graph w;
+      w.output("y", isStd ? kiln::std(w.input("x", t, {4096, 8192})) : var(w.input("x", t, {4096, 8192})));
+      const auto kw = compiler::compileGraph(w, o).kernels;
+      REQUIRE(kw.size() == 1);
+      CHECK_THAT(kw[0].why, Contains("rows of [4096, 8192]") && Contains("grid tail"));
+    }
   // Normalizations over axis 0 (few columns, long ones): each statistic in
   // parts (the column form, then the parts' reduction), the next statistic's
   // parts computing exp(x - max) or (x - mean)^2 in their loads from the

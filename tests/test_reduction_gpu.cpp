@@ -656,6 +656,70 @@ TEST_CASE("column reductions (split into parts or not) match the reference", "[g
   INFO(k.explain());
 }
 
+// var and std split into parts (a column, a middle axis, a whole tensor, a
+// few long rows): each part's mean and variance, then Chan's merge; values
+// near 0 and values far from it (the merge's deviations of part means), and
+// a shape that does not split (many outputs).
+TEST_CASE("var and std split into parts match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  const bool isStd = GENERATE(false, true);
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  const int64_t correction = GENERATE(int64_t{1}, int64_t{0});
+  const bool far = GENERATE(false, true);
+  struct S {
+    std::vector<int64_t> shape;
+    Axes axes;
+    bool keepdim;
+    size_t kernels;
+  };
+  const S s = GENERATE(S{{8192, 1024}, {0}, false, 2}, S{{4, 2048, 256}, {1}, true, 2}, S{{64, 65536}, {0}, false, 1},
+                       S{{2048, 8192}, {0, 1}, false, 1}, S{{3, 131072}, {1}, true, 2});
+  Shape shape;
+  for (int64_t d : s.shape) shape.push_back(Dim(d));
+  INFO((isStd ? "std" : "var") << " of " << typeToString(t, shape) << " correction " << correction
+                               << (far ? ", values in [100, 101]" : ""));
+  Graph g;
+  Tensor x = g.input("x", t, shape);
+  g.output("y", isStd ? kiln::std(x, s.axes, correction, s.keepdim) : var(x, s.axes, correction, s.keepdim));
+  test::RunOptions o;
+  o.ranges = {{"x", far ? std::pair<double, double>{100, 101} : std::pair<double, double>{-1, 1}}};
+  Kernel k = runAndCheck(g, o);
+  INFO(k.explain());
+  CHECK(k.compiled().kernels.size() == s.kernels);
+}
+
+// Normalizations over a non-last axis: each statistic in parts (the
+// column split, with a unit dim where the axis is not the first), then the
+// output's kernel; a middle axis of a 3-D tensor as well as axis 0.
+TEST_CASE("softmax and norms over a non-last axis match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  struct S {
+    std::vector<int64_t> shape;
+    int64_t axis;
+  };
+  const S s = GENERATE(S{{8192, 1024}, 0}, S{{3, 2048, 40}, 1}, S{{3, 1024, 48}, 1});
+  const int what = GENERATE(0, 1, 2);  // softmax, log_softmax, a norm
+  Shape shape;
+  for (int64_t d : s.shape) shape.push_back(Dim(d));
+  INFO((what == 0 ? "softmax" : what == 1 ? "log_softmax" : "norm") << " of " << typeToString(t, shape) << " over axis "
+                                                                       << s.axis);
+  Graph g;
+  Tensor x = g.input("x", t, shape);
+  if (what == 0) g.output("y", softmax(x, s.axis));
+  else if (what == 1) g.output("y", log_softmax(x, s.axis));
+  else {
+    Tensor xf = cast(x, DType::F32);
+    Tensor d = xf - mean(xf, {s.axis}, true);
+    g.output("y", cast(d * rsqrt(mean(d * d, {s.axis}, true) + 1e-5), t));
+  }
+  test::RunOptions o;
+  if (what == 0) o.relFloor = {{"y", 0.0}};  // softmax: small positive values, compared relatively
+  Kernel k = runAndCheck(g, o);
+  INFO(k.explain());
+  CHECK(k.compiled().kernels.size() >= 2);
+}
+
 // Column-form threads that own several adjacent rows (config lanes): every
 // lane count, the lanes' vector entry and, from pointers one element off,
 // the scalar entry; ops whose state is several values (argmax, Welford's
