@@ -1231,12 +1231,15 @@ void RowEmitter::levelLooped(int level) {
     auto operand = [&](const Acc& a, int u, int rl, int vl) {
       return convertValue(b, value(c, a.operand, id, u, rl + vl), g_.node(a.operand).dtype, a.type);
     };
-    // The online (max, sum of exp) takes the whole step's values at once:
-    // one rescale of the running sum per step, not per vector.
+    // The online (max, sum of exp) and Welford's (count, mean, M2) take the
+    // whole step's values at once: one rescale of the running sum, or one
+    // Chan merge (one division) of the step's mean and M2, per step, not
+    // per vector (the column form's vectors are one value each).
+    auto wholeStep = [](const Acc& a) { return a.kind == AccKind::Lse || a.kind == AccKind::Welford; };
     for (int rl = 0; rl < L; ++rl)
       for (size_t i = 0; i < H; ++i) {
         const Acc& a = *here[i];
-        if (a.kind != AccKind::Lse) continue;
+        if (!wholeStep(a)) continue;
         std::vector<std::string> xs;
         for (int u = 0; u < slots; ++u)
           for (int l = 0; l < vector_; ++l) xs.push_back(operand(a, u, rl, l));
@@ -1246,7 +1249,7 @@ void RowEmitter::levelLooped(int level) {
       for (int rl = 0; rl < L; ++rl)
         for (size_t i = 0; i < H; ++i) {
           const Acc& a = *here[i];
-          if (a.kind == AccKind::Lse) continue;
+          if (wholeStep(a)) continue;
           std::vector<std::string> xs, cols;
           for (int l = 0; l < vector_; ++l) {
             xs.push_back(operand(a, u, rl, l));
