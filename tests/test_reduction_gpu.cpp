@@ -366,7 +366,8 @@ TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu]
   // 16 blocks: a non-portable cluster size (the launcher opts in), two
   // blocks per SM at 128 registers.
   C c = GENERATE(C{4096, 256, 2, true}, C{4096, 512, 8, true}, C{32768, 256, 4, true}, C{32768, 256, 4, false},
-                 C{262144, 512, 8, true}, C{262144, 256, 16, true, 2}, C{32768, 128, 2, true, 0, false},
+                 C{262144, 512, 8, true}, C{262144, 256, 16, true, 2}, C{262144, 512, 16, true, 2},
+                 C{32768, 128, 2, true, 0, false},
                  C{262144, 512, 8, true, 2, false});
   // More rows than clusters fit at once where the blocks are large (15
   // clusters of 8 x 512 threads on an H200): the row loop takes several

@@ -1377,7 +1377,8 @@ void RowEmitter::planResident() {
   for (const auto& [key, a] : accesses_) {
     if (!vector16Access(a) || perRowAccess(a)) continue;
     const int64_t bytes = (N * dtypeSize(g_.node(a.node).dtype) + 15) / 16 * 16;
-    if (residentBytes_ + bytes > kMaxResidentBytes) continue;
+    // Blocks asked to share an SM (min_blocks) share its shared memory too.
+    if (residentBytes_ + bytes > kMaxResidentBytes / std::max(1, cfg_.minBlocks)) continue;
     resident_[key] = residentBytes_;
     residentBytes_ += bytes;
   }
