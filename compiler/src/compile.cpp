@@ -117,10 +117,23 @@ PointwiseConfig pointwiseConfigOf(const KernelPlan& kp, const PointwiseGroup& gr
   return cfg;
 }
 
+// A row config that names all five core keys (as RowConfig::json() writes
+// them: the tuner's candidates, the tuning database's entries) is a whole
+// config: the keys it leaves out (cluster, lanes, min_blocks...) are their
+// defaults, not the heuristic's. A partial one merges onto the heuristic.
+bool wholeRowConfig(const std::string& j) {
+  for (const char* key : {"\"threads_per_row\"", "\"threads\"", "\"vector\"", "\"persistent\"", "\"unroll\""})
+    if (j.find(key) == std::string::npos) return false;
+  return true;
+}
+
 RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long i) {
   RowConfig cfg = rowHeuristic(kp.graph, options, kp.tail != nullptr);
   applyRowOverride(cfg, options.rowConfigOverride);
-  applyKernelConfig(options, i, [&](const std::string& j) { applyRowOverride(cfg, j); });
+  applyKernelConfig(options, i, [&](const std::string& j) {
+    if (wholeRowConfig(j)) cfg = RowConfig{};
+    applyRowOverride(cfg, j);
+  });
   return cfg;
 }
 
@@ -299,6 +312,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       // The heuristic's register estimates are checked against ptxas's
       // report; a kernel that spills is rebuilt in the next form down
       // (configs given by overrides or tuning are kept as given):
+      //  - a cluster of 16 blocks at two per SM: 8 blocks, one per SM;
       //  - a cluster whose row loop spills (its loop state costs a few
       //    registers at the 128-register cap of 512 threads): without the
       //    weights in shared memory (config resident), then one cluster
@@ -306,6 +320,11 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       //  - a persistent row of 1024 threads (64 registers each): the looped
       //    form, faster than a spilling held row.
       const bool heuristic = options.rowConfigOverride.empty() && !given;
+      if (heuristic && cfg.cluster == 16 && cfg.minBlocks == 2 && spills(k)) {
+        cfg.cluster = 8;
+        cfg.minBlocks = 0;
+        k = buildRow(cfg);
+      }
       if (heuristic && cfg.cluster > 1 && cfg.rowLoop && cfg.resident && spills(k)) {
         cfg.resident = false;
         k = buildRow(cfg);
