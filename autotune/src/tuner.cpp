@@ -110,6 +110,12 @@ SearchResult search(const std::vector<std::string>& space, int kernelIndex, cons
     for (std::thread& t : pool) t.join();
   }
   for (const auto& b : built) result.compiled += b.has_value();
+  // The heuristic's candidate is built as compile() builds it, with its
+  // rebuilds after the resource report (a spilling cluster row rebuilt in
+  // the next form down): it stands for the config that build chose.
+  if (built[0] && static_cast<size_t>(kernelIndex) < built[0]->kernels.size() &&
+      !built[0]->kernels[static_cast<size_t>(kernelIndex)].config.empty())
+    result.candidates[0].config = built[0]->kernels[static_cast<size_t>(kernelIndex)].config;
 
   // 2. Prune from the resource reports.
   for (size_t i = 0; i < space.size(); ++i) {

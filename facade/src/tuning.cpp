@@ -546,7 +546,11 @@ std::vector<std::string> resolveTuning(const Graph& graph, const std::string& gr
     const compiler::CompileOptions base = co;
     hooks.compile = [&](const std::string& config) {
       compiler::CompileOptions c = base;
-      c.kernelConfigs[info.index] = config;
+      // The heuristic's candidate (the space's first) as compile() builds
+      // it: no per-kernel config, so its rebuilds after the resource report
+      // apply (a given config is built exactly as asked).
+      if (config == info.space.front()) c.kernelConfigs.erase(info.index);
+      else c.kernelConfigs[info.index] = config;
       c.keepText = false;
       return countedCompile(graph, c);
     };
