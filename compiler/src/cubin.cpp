@@ -418,9 +418,14 @@ std::vector<ResourceReport> parseResourceReport(std::string_view logView) {
   // functions are reported from ptxas's lines. nvJitLink's summary names
   // a function on its own: at times it comes without any ptxas lines (seen
   // on the H200 machine for kernels compiled before in the same process,
-  // session 18), and then the summary is the report. It gives local memory
-  // (lmem: stack and spills) but not spills: lmem beyond the stack counts
-  // as spill stores, so that a spilling kernel is still seen to spill.
+  // session 18), and then the summary is the report. It gives a stack
+  // size and local memory but not spills, and spills live in the stack:
+  // for one function ptxas's lines read "40 bytes stack frame, 44 bytes
+  // spill stores" where the summary read "40 stack, 0 bytes lmem" (session
+  // 19). kiln's kernels keep no local arrays, so a summary's stack (and
+  // any lmem beyond it) counts as spill stores: a spilling kernel is still
+  // seen to spill, and the heuristic's rebuilds after a spill happen on
+  // that machine too.
   static const std::regex entryRe(R"(Compiling entry function '([^']+)')");
   static const std::regex summaryRe(R"(^info\s*: Function properties for '([^']+)':)");
   static const std::regex propsRe(R"(Function properties for '?([A-Za-z0-9_$.]+)'?:?)");
@@ -486,7 +491,7 @@ std::vector<ResourceReport> parseResourceReport(std::string_view logView) {
     if (std::regex_search(line, m, spillLdRe)) current->spillLoadBytes = toInt(m[1].str());
     if (std::regex_search(line, m, lmemRe) &&
         std::find(summaryOnly.begin(), summaryOnly.end(), current->kernel) != summaryOnly.end())
-      current->spillStoreBytes = std::max(0, toInt(m[1].str()) - current->stackBytes);
+      current->spillStoreBytes = current->stackBytes + std::max(0, toInt(m[1].str()) - current->stackBytes);
   }
   return reports;
 }
