@@ -555,6 +555,18 @@ TEST_CASE("row cluster configs: bad values and targets are errors, shapes that c
     o.rowConfigOverride = R"({"cluster": 2})";
     CHECK_THROWS_WITH(compiler::compileGraph(g, o), Contains("\"cluster\": 2") && Contains("sm_80") && Contains("sm_90"));
   }
+  SECTION("max_blocks caps a row loop's grid in whole clusters") {
+    o.rowConfigOverride = R"({"persistent": 1, "threads_per_row": 512, "cluster": 8, "row_loop": 1, "max_blocks": 100})";
+    Graph h;
+    h.output("y", softmax(h.input("x", DType::F32, {"N", 262144})));
+    const compiler::CompiledGraph cg = compiler::compileGraph(h, o);
+    REQUIRE(cg.kernels.size() == 1);
+    CHECK_THAT(cg.kernels[0].config, Contains("\"max_blocks\": 100"));
+    CHECK(cg.kernels[0].launch.resident);
+    CHECK(cg.kernels[0].launch.maxBlocks == 96);  // 12 clusters of 8
+    o.rowConfigOverride = R"({"max_blocks": -1})";
+    CHECK_THROWS_WITH(compiler::compileGraph(h, o), Contains("max_blocks"));
+  }
   SECTION("a cluster size that is not 1, 2, 4, 8 or 16") {
     for (const char* bad : {R"({"cluster": 3})", R"({"cluster": 32})", R"({"cluster": 0})"}) {
       o.rowConfigOverride = bad;

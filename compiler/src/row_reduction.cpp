@@ -2776,7 +2776,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         c.cluster = cl;
         add(c);
         // Two blocks per SM where a part takes at most half the registers.
-        if (t == 512 && (partVecs + t - 1) / t * v * dtypeSize(DType::F32) <= 128) {
+        if (t == 512 && (partVecs + t - 1) / t * v <= 32) {
           c.minBlocks = 2;
           add(c);
           c.minBlocks = 0;
