@@ -2528,9 +2528,10 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   // 512 x 64 rows measured best above), each holding N/C columns; the row
   // is then read once instead of two or three times by the looped form.
   if (!fits(T) && smNumber(options.chip) >= 90) {
+    // Values a thread of a 512-thread block holds of a part.
+    auto partValues = [&](int64_t parts) { return (N / parts + 512 * c.vector - 1) / (512 * c.vector) * c.vector; };
     auto fitsPart = [&](int64_t parts) {
-      int64_t seg = N / parts;
-      int64_t vpt = (seg + 512 * c.vector - 1) / (512 * c.vector) * c.vector;
+      const int64_t vpt = partValues(parts);
       return N % (parts * c.vector) == 0 && vpt <= 64 && vpt * rowBytes <= 256;
     };
     for (int parts = 2; parts <= 8; parts *= 2)
@@ -2546,8 +2547,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
         // Welford with a bias). Measured on the H200 (session 19, call 3,
         // f32 1024x262144): softmax 3.76 -> 3.96 TB/s, rmsnorm 3.78-3.81 ->
         // 3.97-3.99; layernorm at the cap spills 80 bytes, 3.30 vs 3.71.
-        const int64_t vpt = (N / parts + 512 * c.vector - 1) / (512 * c.vector) * c.vector;
-        if (parts == 8 && vpt * rowBytes == 256 && N % (16 * c.vector) == 0) {
+        if (parts == 8 && partValues(parts) * rowBytes == 256 && N % (16 * c.vector) == 0) {
           c.cluster = 16;
           c.minBlocks = 2;
         }
@@ -2767,7 +2767,8 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         const int v = h.vector;
         if (N % (static_cast<int64_t>(cl) * v) != 0) continue;
         const int64_t partVecs = N / cl / v;
-        if ((partVecs + t - 1) / t * v > 64 || t / 2 >= partVecs) continue;
+        const int64_t perThread = (partVecs + t - 1) / t * v;  // values a thread holds
+        if (perThread > 64 || t / 2 >= partVecs) continue;
         RowConfig c;
         c.vector = v;
         c.persistent = true;
@@ -2776,7 +2777,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         c.cluster = cl;
         add(c);
         // Two blocks per SM where a part takes at most half the registers.
-        if (t == 512 && (partVecs + t - 1) / t * v <= 32) {
+        if (t == 512 && perThread <= 32) {
           c.minBlocks = 2;
           add(c);
           c.minBlocks = 0;
