@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <regex>
+#include <sstream>
 #include <sys/stat.h>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +21,7 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -80,6 +82,17 @@ void initializeLlvmTargetsOnce() {
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    // KILN_LLVM_ARGS="-opt1 -opt2": LLVM command-line options for
+    // experiments (e.g. NVPTX codegen flags), parsed once per process.
+    if (const char* env = std::getenv("KILN_LLVM_ARGS"); env && *env) {
+      static std::vector<std::string> args;
+      args.push_back("kiln");
+      std::istringstream in(env);
+      for (std::string a; in >> a;) args.push_back(a);
+      std::vector<const char*> argv;
+      for (const auto& a : args) argv.push_back(a.c_str());
+      llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "kiln", &llvm::errs());
+    }
   });
 }
 
