@@ -1506,3 +1506,44 @@ TEST_CASE("argmax and argmin over few long rows or columns split into parts", "[
   CHECK_THROWS_WITH(argmax(x), Contains("argmax") && Contains("dim R is dynamic") && Contains("expected an axis"));
   CHECK(argmin(g.input("s", DType::F32, {7})).node().shape.empty());
 }
+
+// The heuristic rebuilds a kernel whose vectorized entry spills in another
+// form (clusters of 16 -> 8, ...). That choice must not depend on which
+// entries a build makes: kiln::compile builds the vectorized entries first
+// and the scalar ones on the first unaligned launch, and the launch takes
+// the first build's geometry. Before session 20 a build of the scalar entry
+// alone judged that entry's spills: layernorm f32 [N, 262144] planned
+// clusters of 8 with the vectorized entry and 16 with the scalar one.
+TEST_CASE("a kernel rebuilt after a spill is planned alike for every set of entries", "[compile][reduction]") {
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  const int64_t len = GENERATE(int64_t{262144}, int64_t{32768});
+  std::vector<test::GraphCase> cases = test::rowComposites(t, {"N", len});
+  for (const test::GraphCase& c : cases) {
+    INFO(c.label);
+    compiler::CompileOptions all, vec, sca;
+    vec.variants = compiler::EntryVariants::VectorOnly;
+    all.keepText = vec.keepText = sca.keepText = false;
+    compiler::CompiledGraph a = compiler::compileGraph(c.graph, all);
+    compiler::CompiledGraph v = compiler::compileGraph(c.graph, vec);
+    REQUIRE(a.kernels.size() == v.kernels.size());
+    // What the facade's build of the scalar entries is given.
+    sca.variants = compiler::EntryVariants::ScalarOnly;
+    for (size_t i = 0; i < v.kernels.size(); ++i)
+      if (v.kernels[i].schedule == "row_reduction") sca.kernelConfigs[static_cast<int>(i)] = v.kernels[i].config;
+    compiler::CompiledGraph s = compiler::compileGraph(c.graph, sca);
+    REQUIRE(s.kernels.size() == v.kernels.size());
+    for (size_t i = 0; i < v.kernels.size(); ++i) {
+      CHECK(a.kernels[i].config == v.kernels[i].config);
+      CHECK(s.kernels[i].config == v.kernels[i].config);
+      const compiler::LaunchGeometry &x = v.kernels[i].launch, &y = s.kernels[i].launch;
+      CHECK(x.cluster == y.cluster);
+      CHECK(x.minBlocks == y.minBlocks);
+      CHECK(x.maxBlocks == y.maxBlocks);
+      CHECK(x.sharedBytes == y.sharedBytes);
+      CHECK(x.threadsPerBlock == y.threadsPerBlock);
+      CHECK(x.resident == y.resident);
+      REQUIRE(s.kernels[i].entries.size() == 1);
+      CHECK_FALSE(s.kernels[i].entries[0].vectorized);
+    }
+  }
+}

@@ -907,6 +907,28 @@ TEST_CASE("reduction kernels stay correct from unaligned base pointers", "[gpu][
   runAndCheck(g, {.dims = {{"R", 9}}, .ranges = {{"x", {-0.25, 0.5}}}, .misalign = offset});
 }
 
+// Kernels the heuristic rebuilt after their vectorized entry spilled
+// (layernorm f32 at 262144: clusters of 16 -> 8; log_softmax: down to one
+// cluster per row): the scalar entry, built on the first unaligned launch,
+// is built in the same form (before session 20 its own build planned
+// layernorm's clusters of 16, and the launch failed on the mismatch).
+TEST_CASE("kernels rebuilt after a spill stay correct from unaligned base pointers", "[gpu][reduction]") {
+  test::requireGpu();
+  if (!test::hasClusters()) {
+    WARN("SKIPPED: clusters need an sm_90 GPU");
+    return;
+  }
+  size_t offset = GENERATE(4, 8);
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {"R", 262144});
+  g.output("y", layernorm(x, g.input("w", DType::F32, {262144}), g.input("b", DType::F32, {262144})));
+  Graph h;
+  h.output("y", log_softmax(h.input("x", DType::F32, {"R", 262144})));
+  Kernel k = runAndCheck(g, {.dims = {{"R", 5}}, .ranges = {{"x", {-3, 5}}}, .misalign = offset});
+  CHECK(k.explain().find("\"cluster\": 8") != std::string::npos);
+  runAndCheck(h, {.dims = {{"R", 5}}, .ranges = {{"x", {-4, 4}}}, .misalign = offset});
+}
+
 // A staged config's scalar entry (taken for unaligned rows) reads global
 // memory, with a staged row's two-pass variance: layernorm and softmax.
 TEST_CASE("staged configs stay correct from unaligned base pointers", "[gpu][reduction]") {

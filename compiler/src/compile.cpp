@@ -303,9 +303,20 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
         RowKernel rk = emitRowReduction(kp.graph, c, name, options.variants, sm, kp.tail.get(), kp.tailCounter);
         return build(name, std::move(rk.mlir), std::move(rk.kernel), rk.ptxFeatures);
       };
+      // Whether the kernel's fast entry spills: the vectorized entries when
+      // it has any (the scalar entry serves unaligned pointers only), so
+      // that a build of all entries and one of the vectorized entries alone
+      // choose the same form. (The facade's later build of the scalar
+      // entry is given the chosen config: see loadScalarEntries.)
       auto spills = [](const CompiledKernel& ck) {
-        return std::any_of(ck.resources.begin(), ck.resources.end(),
-                           [](const ResourceReport& r) { return r.spillStoreBytes > 0; });
+        bool anyVectorized = false;
+        for (const KernelEntry& e : ck.entries) anyVectorized = anyVectorized || e.vectorized;
+        return std::any_of(ck.resources.begin(), ck.resources.end(), [&](const ResourceReport& r) {
+          auto e = std::find_if(ck.entries.begin(), ck.entries.end(),
+                                [&](const KernelEntry& x) { return x.name == r.kernel; });
+          const bool judged = !anyVectorized || (e != ck.entries.end() && e->vectorized);
+          return judged && r.spillStoreBytes > 0;
+        });
       };
       RowConfig cfg = rowConfigOf(kp, options, i);
       k = buildRow(cfg);

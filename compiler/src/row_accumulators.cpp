@@ -1,4 +1,3 @@
-#include <cstdlib>
 #include "row_accumulators.h"
 
 #include <algorithm>
@@ -428,13 +427,8 @@ std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vec
     // count here, layernorm's vector entry at 1024x262144 (clusters of 8 x
     // 512 threads, a row loop, weights in shared memory) spilled 32 bytes at
     // 128 registers (ptxas); with the counts exchanged it does not.
-    const bool eqc = accs[k]->equalCounts && std::getenv("KILN_EXP_EQC");
     for (size_t i = 0; i < accs[k]->types.size(); ++i) {
       const std::string& ty = accs[k]->types[i];
-      if (eqc && i == 0) {
-        acc.push_back(s[k][0]);
-        continue;
-      }
       std::string p = w.assign("llvm.getelementptr " + base[k][i] + "[" + from +
                                "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64");
       acc.push_back(w.assign("llvm.load " + p + " {alignment = " + std::to_string(ty == "i64" ? 8 : 4) +
@@ -442,8 +436,7 @@ std::vector<std::vector<std::string>> clusterMerge(MlirWriter& w, const std::vec
     }
     for (int off = C / 2; off >= 1; off /= 2) {
       std::vector<std::string> o;
-      for (size_t i = 0; i < acc.size(); ++i)
-        o.push_back(eqc && i == 0 ? acc[0] : shuffleXor(w, acc[i], accs[k]->types[i], off));
+      for (size_t i = 0; i < acc.size(); ++i) o.push_back(shuffleXor(w, acc[i], accs[k]->types[i], off));
       acc = merge(w, *accs[k], acc, o);
     }
     out.push_back(acc);

@@ -175,6 +175,13 @@ void loadScalarEntries(Kernel::Impl& impl) {
     if (!needed) return;
     compiler::CompileOptions co = impl.options;
     co.variants = compiler::EntryVariants::ScalarOnly;
+    // Each row kernel exactly as the first compile built it: the heuristic
+    // rebuilds a kernel whose vectorized entry spills in another form,
+    // which a build of the scalar entry alone cannot see. (A config that
+    // names every core key replaces the heuristic's whole config.)
+    for (size_t i = 0; i < impl.kernels.size(); ++i)
+      if (impl.kernels[i].ck->schedule == "row_reduction")
+        co.kernelConfigs[static_cast<int>(i)] = impl.kernels[i].ck->config;
     impl.scalarCompiled = compileGraphCached(impl.graph, co, impl.diskCache);
     if (impl.scalarCompiled.kernels.size() != impl.kernels.size())
       throw Error("kiln: internal error: the scalar-entry compile made " +
