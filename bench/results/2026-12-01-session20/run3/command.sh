@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Session 20 call 3: every pointwise and reduction benchmark next to the
+# anchors (torch eager, torch.compile, Triton) in one run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+R=$OUT/r; mkdir -p "$R"
+W=/tmp/kiln-bundle; rm -rf $W && mkdir -p $W && xz -dc .device/kiln-bundle.tar.xz | tar -C $W -xf -
+K=$W/kiln; export LD_LIBRARY_PATH=$K/lib:${LD_LIBRARY_PATH:-}
+cat $K/COMMIT
+KILN_STAGES="bench anchors" KILN_BENCHES="reduction pointwise" KILN_ANCHORS="pointwise reduction" KILN_TIMEOUT_BENCH=150 \
+  KILN_TIMEOUT_ANCHORS=240 KILN_DEADLINE_S=450 bash scripts/gpu-run.sh "$R/b" > $R/gpu-run.log 2>&1; echo "gpu-run rc=$?"
+echo "== done $SECONDS s"
+cd "$OUT" && tar czf r.tgz r && rm -rf r
