@@ -91,7 +91,10 @@ void initializeLlvmTargetsOnce() {
       for (std::string a; in >> a;) args.push_back(a);
       std::vector<const char*> argv;
       for (const auto& a : args) argv.push_back(a.c_str());
-      llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "kiln", &llvm::errs());
+      // With an error stream LLVM reports a bad option there and returns
+      // false instead of exiting the process.
+      if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "kiln", &llvm::errs()))
+        throw Error(fmt::format("KILN_LLVM_ARGS: LLVM did not accept the options '{}' (its message is above)", env));
     }
   });
 }
