@@ -309,8 +309,8 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       // choose the same form. (The facade's later build of the scalar
       // entry is given the chosen config: see loadScalarEntries.)
       auto spills = [](const CompiledKernel& ck) {
-        bool anyVectorized = false;
-        for (const KernelEntry& e : ck.entries) anyVectorized = anyVectorized || e.vectorized;
+        const bool anyVectorized =
+            std::any_of(ck.entries.begin(), ck.entries.end(), [](const KernelEntry& e) { return e.vectorized; });
         return std::any_of(ck.resources.begin(), ck.resources.end(), [&](const ResourceReport& r) {
           auto e = std::find_if(ck.entries.begin(), ck.entries.end(),
                                 [&](const KernelEntry& x) { return x.name == r.kernel; });

@@ -85,8 +85,8 @@ void initializeLlvmTargetsOnce() {
     // KILN_LLVM_ARGS="-opt1 -opt2": LLVM command-line options for
     // experiments (e.g. NVPTX codegen flags), parsed once per process.
     if (const char* env = std::getenv("KILN_LLVM_ARGS"); env && *env) {
-      static std::vector<std::string> args;
-      args.push_back("kiln");
+      static std::vector<std::string> args;  // LLVM may keep pointers into them
+      args = {"kiln"};
       std::istringstream in(env);
       for (std::string a; in >> a;) args.push_back(a);
       std::vector<const char*> argv;
