@@ -20,6 +20,11 @@ struct ToolkitLibrary {
 ToolkitLibrary openToolkitLibrary(const std::string& cudaHome, const std::string& soname,
                                   const std::function<bool(void*)>& bindAll, std::string* why);
 
+// Once per process, before the first toolkit library works: raises glibc's
+// adaptive heap-trim threshold the way glibc itself does when a program
+// frees a large block (toolkit_lib.cpp says why). KILN_TUNE_MALLOC=0 skips it.
+void primeAllocatorForToolkit();
+
 // The process-wide API table `Api` of a toolkit library (a struct with
 // members `void* lib` and `std::string path` besides its entry points),
 // loaded and bound by `bindAll(handle, api)` the first time it succeeds and
@@ -38,6 +43,7 @@ const Api* loadToolkitApi(const std::string& cudaHome, const char* soname, BindA
   }
   a->lib = lib.handle;
   a->path = lib.path;
+  primeAllocatorForToolkit();
   api = a;
   return api;
 }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <regex>
@@ -348,6 +350,43 @@ TEST_CASE("concurrent compiles on several threads give the same PTX and cubin", 
     CHECK(ptx[t] == reference);
     CHECK(registers[t] > 0);
   }
+}
+
+TEST_CASE("links one after another do not fault nvJitLink's working memory in again", "[compiler][backend]") {
+  if (!nvJitLinkAvailable()) {
+    WARN("SKIPPED: libnvJitLink.so.13 cannot be loaded here");
+    return;
+  }
+  // Links in a row, the host allocating and freeing a burst of blocks
+  // (16 MiB) before each, as MLIR and LLVM do between two links. glibc trims the top
+  // of the heap when more than its trim threshold is free there; kiln raises
+  // that threshold once, when it loads nvJitLink (toolkit_lib.cpp), so the
+  // pages nvJitLink works in stay mapped from one link to the next (on the
+  // 2-core VM: 1 fault a link; with KILN_TUNE_MALLOC=0, 280).
+  const std::string ptx = lowerToPtx(samples::buildXyzBf16()).ptx;
+  CubinOptions o;
+  o.route = CubinRoute::NvJitLink;
+  REQUIRE(ptxToCubin(ptx, "sm_90", o).kernel("xyz_bf16"));  // the first link maps what it needs
+  std::vector<long> faults;
+  for (int i = 0; i < 15; ++i) {
+    {
+      std::vector<std::unique_ptr<std::string>> burst;
+      for (int j = 0; j < 8000; ++j) burst.push_back(std::make_unique<std::string>(j % 2 ? 48 : 4000, 'x'));
+    }
+    rusage before {}, after {};
+    ::getrusage(RUSAGE_THREAD, &before);
+    CubinResult c = ptxToCubin(ptx, "sm_90", o);
+    ::getrusage(RUSAGE_THREAD, &after);
+    REQUIRE(c.kernel("xyz_bf16"));
+    faults.push_back(after.ru_minflt - before.ru_minflt);
+  }
+  std::string each;
+  for (long f : faults) each += " " + std::to_string(f);
+  std::sort(faults.begin(), faults.end());
+  long median = faults[faults.size() / 2];
+  std::printf("  nvJitLink: median %ld page faults per link (in order:%s)\n", median, each.c_str());
+  const char* env = std::getenv("KILN_TUNE_MALLOC");
+  if (!(env && std::string(env) == "0")) CHECK(median < 50);
 }
 
 namespace {

@@ -157,11 +157,14 @@ struct CompiledGraph {
 
 // Keeps freed heap memory in the process (glibc: large allocations from the
 // heap instead of fresh mmaps, no trimming below 256 MiB of slack), so that
-// repeated compiles do not page-fault the same memory in again: on the 2-core
-// development VM this cut a cold compile from 32 to 23 ms (docs/
-// benchmarks.md). It changes the allocator for the whole process, so kiln
-// never does it on its own: call it, or set KILN_TUNE_MALLOC=1, in a program
-// that compiles many kernels. Returns false where unsupported.
+// repeated compiles do not page-fault the same memory in again. kiln on its
+// own only raises glibc's adaptive thresholds once, when it loads nvJitLink
+// or NVRTC (to 8/16 MiB, as glibc does after any program frees an 8 MiB
+// block; KILN_TUNE_MALLOC=0 skips that), which already keeps nvJitLink's
+// working memory mapped between links (32 → 22 ms per cold compile on the
+// 2-core VM, docs/benchmarks.md). This fixed setting goes further and changes
+// the allocator for the whole process, so kiln never does it on its own:
+// call it, or set KILN_TUNE_MALLOC=1. Returns false where unsupported.
 KILN_COMPILER_API bool tuneAllocatorForCompilation();
 
 // What the tuner needs to know about one kernel of a graph's plan, without
