@@ -10,6 +10,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/kiln.h"
 #include "reduction_graphs.h"
 
@@ -1546,4 +1548,40 @@ TEST_CASE("a kernel rebuilt after a spill is planned alike for every set of entr
       CHECK_FALSE(s.kernels[i].entries[0].vectorized);
     }
   }
+}
+
+TEST_CASE("a schedule-wide row override naming every core key is a whole config; a partial one merges",
+          "[compile][reduction]") {
+  Graph g;
+  g.output("y", softmax(g.input("x", DType::BF16, {"N", 32768}), -1));
+  compiler::CompileOptions o;
+  const compiler::CompiledKernel heuristic = compiler::compileGraph(g, o).kernels.at(0);
+  INFO("heuristic " << heuristic.config);
+  REQUIRE_THAT(heuristic.config, Contains("\"min_blocks\": 2"));
+  nlohmann::json core = nlohmann::json::parse(heuristic.config);
+  for (auto it = core.begin(); it != core.end();)
+    it = (it.key() == "threads_per_row" || it.key() == "threads" || it.key() == "vector" ||
+          it.key() == "persistent" || it.key() == "unroll")
+             ? std::next(it)
+             : core.erase(it);
+  REQUIRE(core.size() == 5);
+
+  // The heuristic's own config, given whole, builds the same kernel.
+  o.rowConfigOverride = heuristic.config;
+  compiler::CompiledKernel k = compiler::compileGraph(g, o).kernels.at(0);
+  CHECK(nlohmann::json::parse(k.config) == nlohmann::json::parse(heuristic.config));
+  CHECK(k.ptx == heuristic.ptx);
+  // The five core keys alone: what they leave out takes its default
+  // (min_blocks 0: no .minnctapersm), not the heuristic's.
+  o.rowConfigOverride = core.dump();
+  k = compiler::compileGraph(g, o).kernels.at(0);
+  INFO("whole override " << o.rowConfigOverride << " -> " << k.config);
+  CHECK(nlohmann::json::parse(k.config) == core);
+  CHECK_THAT(k.ptx, !Contains(".minnctapersm"));
+  // A partial override merges onto the heuristic, min_blocks included.
+  o.rowConfigOverride = R"({"unroll": 2})";
+  k = compiler::compileGraph(g, o).kernels.at(0);
+  INFO("partial override -> " << k.config);
+  CHECK_THAT(k.config, Contains("\"min_blocks\": 2") && Contains("\"unroll\": 2"));
+  CHECK_THAT(k.ptx, Contains(".minnctapersm 2"));
 }

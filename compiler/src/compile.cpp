@@ -118,9 +118,12 @@ PointwiseConfig pointwiseConfigOf(const KernelPlan& kp, const PointwiseGroup& gr
 }
 
 // A row config that names all five core keys (as RowConfig::json() writes
-// them: the tuner's candidates, the tuning database's entries) is a whole
-// config: the keys it leaves out (cluster, lanes, min_blocks...) are their
-// defaults, not the heuristic's. A partial one merges onto the heuristic.
+// them: the tuner's candidates, the tuning database's entries, a config
+// copied from `kiln compile --json`) is a whole config: the keys it leaves
+// out (cluster, lanes, min_blocks...) are their defaults, not the
+// heuristic's. A partial one merges onto the heuristic. The rule holds for
+// the schedule-wide override (--row-config, KILN_ROW_CONFIG) and for a
+// kernel's own config alike.
 bool wholeRowConfig(const std::string& j) {
   for (const char* key : {"\"threads_per_row\"", "\"threads\"", "\"vector\"", "\"persistent\"", "\"unroll\""})
     if (j.find(key) == std::string::npos) return false;
@@ -129,11 +132,12 @@ bool wholeRowConfig(const std::string& j) {
 
 RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long i) {
   RowConfig cfg = rowHeuristic(kp.graph, options, kp.tail != nullptr);
-  applyRowOverride(cfg, options.rowConfigOverride);
-  applyKernelConfig(options, i, [&](const std::string& j) {
+  auto apply = [&](const std::string& j) {
     if (wholeRowConfig(j)) cfg = RowConfig{};
     applyRowOverride(cfg, j);
-  });
+  };
+  apply(options.rowConfigOverride);
+  applyKernelConfig(options, i, apply);
   return cfg;
 }
 
