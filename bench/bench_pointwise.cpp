@@ -17,12 +17,15 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench_common.h"
 #include "kiln/autotune/tuning_db.h"
+#include "kiln/compiler/backend.h"
+#include "kiln/compiler/nvrtc.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/launch.h"
@@ -277,6 +280,24 @@ void launchOverhead() {
   size_t packedSize = sizeof packed;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &packedSize,
                    CU_LAUNCH_PARAM_END};
+  // floor.cu's kernel: empty, one pointer parameter, built by NVRTC. Raw
+  // launches of it beside raw launches of kiln's kernel tell the kernel's
+  // share of a launch's cost from the process's.
+  std::optional<rt::Module> emptyMod;
+  std::optional<rt::Function> emptyFn;
+  void* emptyArg = nullptr;
+  void* emptyArgs[] = {&emptyArg};
+  try {
+    compiler::CudaCompileOptions co;
+    co.arch = "compute_90";
+    const std::string ptx = compiler::cudaToPtx("extern \"C\" __global__ void k(float* p) {}", co).ptx;
+    const std::vector<char> cubin = compiler::ptxToCubin(ptx, "sm_90").cubin;
+    emptyMod = rt::Module::load(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(cubin.data()), cubin.size()));
+    emptyFn = emptyMod->function("k");
+  } catch (const std::exception& e) {
+    std::printf("launch host cost: no empty kernel (%s)\n", e.what());
+  }
   CUstream own = nullptr;
   if (rt::driver().streamCreate(&own, 1 /* CU_STREAM_NON_BLOCKING */) != CUDA_SUCCESS) own = nullptr;
   const auto& d = rt::driver();
@@ -294,6 +315,11 @@ void launchOverhead() {
        [&] { k.launch(std::span<const TensorView>(views), {}, {}, own); }, {}, {}},
       {"raw cuLaunchKernel, own stream", [&] { d.launchKernel(f.handle(), 1, 1, 1, 32, 1, 1, 0, own, args, nullptr); }, {}, {}},
   };
+  if (emptyFn)
+    variants.push_back({"raw cuLaunchKernel, empty k(float*), stream 0",
+                        [&] { d.launchKernel(emptyFn->handle(), 1, 1, 1, 32, 1, 1, 0, nullptr, emptyArgs, nullptr); },
+                        {},
+                        {}});
   for (Variant& v : variants)
     for (int i = 0; i < 2000; ++i) v.launch();
   d.ctxSynchronize();
