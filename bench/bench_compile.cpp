@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
   std::printf("cold compile %s, graph -> cubin (%s%s): median %.2f ms over %zu runs (first run %.1f ms)\n",
-              file.empty() ? "gelu_tanh(x + b)" : file.c_str(), std::string(compiler::routeName(opts.route)).c_str(), tuned ? ", allocator tuned" : "", median(totals),
-              totals.size(), first);
+              file.empty() ? "gelu_tanh(x + b)" : file.c_str(), std::string(compiler::routeName(opts.route)).c_str(),
+              tuned ? ", allocator tuned" : "", median(totals), totals.size(), first);
   for (const auto& [name, v] : stages) std::printf("  %-16s %.2f ms\n", name.c_str(), median(v));
   std::printf("  page faults      %.0f per compile (median)\n", median(faults));
   return 0;
