@@ -1,6 +1,8 @@
 // The pointwise pipeline on the CPU: every op and dtype down to an sm_90
 // cubin, with the PTX and resource report checked; launches that must fail
 // before reaching the GPU.
+#include <sstream>
+
 #include <catch2/catch.hpp>
 
 #include <regex>
@@ -172,6 +174,32 @@ TEST_CASE("config nc 0 loads inputs with plain ld.global, 16 bytes at a time", "
   CHECK_THAT(ptx, Contains("ld.global.v4.b32") && !Contains("ld.global.nc"));
   CHECK_THAT(plain.kernels.at(0).config, Contains("\"nc\": 0"));
   for (const compiler::ResourceReport& r : plain.kernels.at(0).resources) CHECK(r.spillStoreBytes == 0);
+}
+
+TEST_CASE("unrolled vectors of a whole chunk issue every load before the first store", "[compile]") {
+  // Most 16-byte loads between two stores of the vectorized entry.
+  auto loadsBeforeAStore = [](const compiler::CompiledKernel& k) {
+    const std::string v = k.ptx.substr(0, k.ptx.find(".entry " + k.name + "_s1"));
+    size_t most = 0, run = 0;
+    std::istringstream in(v);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("ld.global.nc.v4") != std::string::npos) most = std::max(most, ++run);
+      if (line.find("st.global") != std::string::npos) run = 0;
+    }
+    return most;
+  };
+  for (int64_t cols : {4096, 4000}) {  // chunks divide the elements / the last one is partial
+    INFO("x*y+z f32 [33, " << cols << "], unroll 2");
+    Graph g;
+    Shape s{33, cols};
+    Tensor x = g.input("x", DType::F32, s), y = g.input("y", DType::F32, s);
+    g.output("out", x * y + g.input("z", DType::F32, s));
+    compiler::CompileOptions o;
+    o.configOverride = R"({"unroll": 2})";
+    compiler::CompiledKernel k = compiler::compileGraph(g, o).kernels.at(0);
+    CHECK(loadsBeforeAStore(k) >= 6);  // 3 inputs x 2 vectors, then the stores
+    for (const compiler::ResourceReport& r : k.resources) CHECK(r.spillStoreBytes == 0);
+  }
 }
 
 TEST_CASE("a config override the schedule does not take is an error naming the schedule and the key", "[compile]") {

@@ -414,11 +414,34 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   body.indent();
   std::string cbase = body.assign("arith.muli " + c + ", " + chunkC + " : " + it());
   if (wholeVectors) {
-    for (int u = 0; u < cfg_.unroll; ++u) {
-      std::string flat = flatOf(cbase, u);
-      body.line("scf.if " + body.assign("arith.cmpi ult, " + flat + ", " + numel + " : " + it()) + " {");
+    std::vector<std::string> flats;
+    for (int u = 0; u < cfg_.unroll; ++u) flats.push_back(flatOf(cbase, u));
+    // A whole chunk in range: every vector's loads first, as one path (the
+    // guards of a vector each would keep each vector's loads behind the
+    // stores of the one before). Chunks that divide the element count are
+    // always whole; otherwise the last chunk guards each vector.
+    const bool wholeChunks = cfg_.unroll == 1 || elementCount(out_).divisibleBy(chunk);
+    if (!wholeChunks) {
+      std::string cend = body.assign("arith.addi " + cbase + ", " + chunkC + " : " + it());
+      body.line("scf.if " + body.assign("arith.cmpi ule, " + cend + ", " + numel + " : " + it()) + " {");
       body.indent();
-      vectorPath({flat});
+      vectorPath(flats);
+      body.dedent();
+      body.line("} else {");
+      body.indent();
+    }
+    if (wholeChunks && cfg_.unroll > 1) {
+      vectorPath(flats);
+    } else {
+      for (const std::string& flat : flats) {
+        body.line("scf.if " + body.assign("arith.cmpi ult, " + flat + ", " + numel + " : " + it()) + " {");
+        body.indent();
+        vectorPath({flat});
+        body.dedent();
+        body.line("}");
+      }
+    }
+    if (!wholeChunks) {
       body.dedent();
       body.line("}");
     }
