@@ -169,13 +169,15 @@ const char* kSweep[] = {
 
 // Configs the `variants` mode exports: the grid of Triton's pointwise
 // kernels (twice the elements per block; unrolled vectors load first),
-// four vectors per thread, bigger blocks, 64-bit indices,
+// four vectors per thread, 8-byte vectors (torch.compile's x*y+z f32 in
+// session 21: 256 threads, two f32 each), bigger blocks, 64-bit indices,
 // and the grid-stride loop at the heuristic's own grid (max_blocks above
 // the chunk count: the loop form that every kernel had before the
 // straight-line one-chunk-per-block form).
 const char* kVariants[] = {
     "", R"({"unroll": 2})", R"({"threads": 256})", R"({"index_bits": 64})", R"({"max_blocks": 1073741824})",
     R"({"nc": 0})", R"({"nc": 0, "unroll": 2})", R"({"unroll": 4})", R"({"threads": 256, "unroll": 2})",
+    R"({"vector": 2})", R"({"threads": 256, "vector": 2})", R"({"threads": 512, "vector": 2})",
 };
 
 enum class Mode { Cases, Sweep, Variants };
