@@ -105,6 +105,24 @@ TEST_CASE("unaligned base pointers take the scalar entry and stay correct", "[gp
   runAndCheck(g, {.dims = {{"N", 333}}, .misalign = offset});
 }
 
+// Two vectors per thread: whole chunks load everything before storing; a
+// partial last chunk (4000 columns) guards each vector; unaligned pointers
+// take the scalar entry, unrolled as well.
+TEST_CASE("unrolled vectors: whole and partial chunks, aligned or not, stay correct", "[gpu][pointwise]") {
+  test::requireGpu();
+  DType t = GENERATE(DType::BF16, DType::F32);
+  int64_t cols = GENERATE(4096, 4000);
+  size_t misalign = GENERATE(0, 4);
+  Graph g;
+  Shape s{33, cols};
+  Tensor x = g.input("x", t, s), y = g.input("y", t, s);
+  g.output("out", x * y + g.input("z", t, s));
+  CompileOptions co;
+  co.configOverride = R"({"unroll": 2})";
+  INFO(dtypeName(t) << " [33, " << cols << "], misaligned by " << misalign);
+  runAndCheck(g, {.misalign = misalign, .compile = co});
+}
+
 TEST_CASE("AdamW's step runs as one fused kernel with runtime scalars", "[gpu][pointwise]") {
   test::requireGpu();
   Graph g;
