@@ -82,6 +82,11 @@ class PointwiseEmitter {
   int rank_;
   bool index32_ = true;
   int vector_ = 1;
+  // Vectors per thread per chunk in the entry being emitted: the config's
+  // unroll in the vectorized entry; unroll x vector in the scalar one, so
+  // that both entries cover the same chunk per block (the launcher sizes one
+  // grid for both, from elementsPerBlock).
+  int unroll_ = 1;
   bool rowLanes_ = true;
   ElementOptions elementOptions_;
 
@@ -298,6 +303,7 @@ std::string PointwiseEmitter::value(Region& r, int id, const Frame& frame, int u
 
 std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   vector_ = vector;
+  unroll_ = cfg_.unroll * (cfg_.vector / vector);
   preMemo_.clear();
   argOf_.clear();
   dimArg_.clear();
@@ -336,7 +342,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   argOf_ = params.argOf;
   dimArg_ = params.dimArg;
   const std::vector<std::string>& outPtrs = params.outputs;
-  const int64_t chunk = static_cast<int64_t>(cfg_.threads) * cfg_.unroll * vector_;
+  const int64_t chunk = static_cast<int64_t>(cfg_.threads) * unroll_ * vector_;
   // Block / thread ids and the chunk loop.
   auto idxCast = [&](const std::string& v) { return pre.assign("arith.index_cast " + v + " : index to " + it()); };
   std::string bid = idxCast(pre.assign("gpu.block_id x"));
@@ -415,12 +421,12 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   std::string cbase = body.assign("arith.muli " + c + ", " + chunkC + " : " + it());
   if (wholeVectors) {
     std::vector<std::string> flats;
-    for (int u = 0; u < cfg_.unroll; ++u) flats.push_back(flatOf(cbase, u));
+    for (int u = 0; u < unroll_; ++u) flats.push_back(flatOf(cbase, u));
     // A whole chunk in range: every vector's loads first, as one path (the
     // guards of a vector each would keep each vector's loads behind the
     // stores of the one before). Chunks that divide the element count are
     // always whole; otherwise the last chunk guards each vector.
-    const bool wholeChunks = cfg_.unroll == 1 || elementCount(out_).divisibleBy(chunk);
+    const bool wholeChunks = unroll_ == 1 || elementCount(out_).divisibleBy(chunk);
     if (!wholeChunks) {
       std::string cend = body.assign("arith.addi " + cbase + ", " + chunkC + " : " + it());
       body.line("scf.if " + body.assign("arith.cmpi ule, " + cend + ", " + numel + " : " + it()) + " {");
@@ -430,7 +436,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
       body.line("} else {");
       body.indent();
     }
-    if (wholeChunks && cfg_.unroll > 1) {
+    if (wholeChunks && unroll_ > 1) {
       vectorPath(flats);
     } else {
       for (const std::string& flat : flats) {
@@ -456,7 +462,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   {
     // Fast path: every vector of the chunk is in range.
     std::vector<std::string> flats;
-    for (int u = 0; u < cfg_.unroll; ++u) flats.push_back(flatOf(cbase, u));
+    for (int u = 0; u < unroll_; ++u) flats.push_back(flatOf(cbase, u));
     vectorPath(flats);
   }
   body.dedent();
@@ -465,7 +471,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   {
     // Tail: element by element, guarded.
     std::string j = body.fresh();
-    body.line("scf.for " + j + " = " + cst(0) + " to " + cst(static_cast<int64_t>(cfg_.unroll) * vector_) + " step " +
+    body.line("scf.for " + j + " = " + cst(0) + " to " + cst(static_cast<int64_t>(unroll_) * vector_) + " step " +
               cst(1) + " : " + it() + " {");
     body.indent();
     std::string uu = body.assign("arith.divui " + j + ", " + body.integer(vector_, it()) + " : " + it());
