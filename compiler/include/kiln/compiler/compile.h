@@ -185,7 +185,7 @@ struct KernelTuningInfo {
 };
 
 // The schedules' versions (stored with tuned configs).
-inline constexpr int kPointwiseScheduleVersion = 3;  // 2: one block per chunk without max_blocks runs straight-line (no grid-stride loop); 3: 16-bit outputs' exps by ex2.approx.ftz
+inline constexpr int kPointwiseScheduleVersion = 4;  // 2: one block per chunk without max_blocks runs straight-line (no grid-stride loop); 3: 16-bit outputs' exps by ex2.approx.ftz; 4: a chunk's unrolled vectors load first, the scalar entry covers the vectorized entry's chunk
 inline constexpr int kRowReductionScheduleVersion = 13;  // 2: clusters, the picked-logit gather, per-step online softmax; 3: staged rows; 4: prefetched rows, min_blocks, evict (L2 hints), one fence per block in grid tails; 5: clusters of 16, looped parts in clusters, two-pass variance in hinted loops, short rows loop with hints; 6: hinted loads carry the L1 priority too, evict 2 (ld.global), held rows take evict_first, min_blocks caps only the widest entry; 7: held cluster rows keep their exps for the softmax output, row loops keep weights in shared memory (resident); 8: softmax exps by ex2.approx.ftz (f32 held rows too), light 16-bit rows of 4096 summed at 256 x 2 with evict; 9: Welford trees of equal counts without counts or divisions; 10: plain row loops (row_loop 1 without a cluster); 11: grid tails over rows of up to 32768 values loop rows, cluster row loops alternate two sets of tree slots; 12: lanes (column-form threads own adjacent rows); 13: looped Welford folds a whole step per Chan merge, resident weights share the SM with min_blocks
 inline constexpr int kMatmulScheduleVersion = 3;  // 3: grids count output tiles
 
