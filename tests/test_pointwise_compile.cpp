@@ -202,6 +202,36 @@ TEST_CASE("unrolled vectors of a whole chunk issue every load before the first s
   }
 }
 
+TEST_CASE("the scalar entry covers the vectorized entry's chunk per block (one grid serves both)", "[compile]") {
+  struct C {
+    DType t;
+    int64_t cols;
+    int unroll;
+  };
+  for (C c : {C{DType::BF16, 4096, 1}, C{DType::F32, 4096, 2}, C{DType::F32, 4000, 2}}) {
+    INFO("x*y+z " << dtypeName(c.t) << " [33, " << c.cols << "], unroll " << c.unroll);
+    Graph g;
+    Shape s{33, c.cols};
+    Tensor x = g.input("x", c.t, s), y = g.input("y", c.t, s);
+    g.output("out", x * y + g.input("z", c.t, s));
+    compiler::CompileOptions o;
+    o.configOverride = "{\"unroll\": " + std::to_string(c.unroll) + "}";
+    compiler::CompiledKernel k = compiler::compileGraph(g, o).kernels.at(0);
+    const int64_t vector = 16 / dtypeSize(c.t);
+    REQUIRE(k.launch.elementsPerBlock == k.launch.threadsPerBlock * c.unroll * vector);
+    // Each thread of the scalar entry loads unroll x vector elements of each
+    // input (before session 21 it loaded unroll, and a static shape's grid
+    // of one block per vectorized chunk left the rest unwritten).
+    const size_t at = k.ptx.find(".entry " + k.name + "_s1");
+    REQUIRE(at != std::string::npos);
+    std::istringstream in(k.ptx.substr(at));
+    int64_t scalarLoads = 0;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("ld.global.nc.") != std::string::npos && line.find(".v") == std::string::npos) ++scalarLoads;
+    CHECK(scalarLoads >= 3 * c.unroll * vector);
+  }
+}
+
 TEST_CASE("a config override the schedule does not take is an error naming the schedule and the key", "[compile]") {
   Graph pw;
   Tensor px = pw.input("x", DType::F32, {"N", 64});
