@@ -491,7 +491,7 @@ std::vector<ResourceReport> parseResourceReport(std::string_view logView) {
     if (std::regex_search(line, m, spillLdRe)) current->spillLoadBytes = toInt(m[1].str());
     if (std::regex_search(line, m, lmemRe) &&
         std::find(summaryOnly.begin(), summaryOnly.end(), current->kernel) != summaryOnly.end())
-      current->spillStoreBytes = current->stackBytes + std::max(0, toInt(m[1].str()) - current->stackBytes);
+      current->spillStoreBytes = std::max(current->stackBytes, toInt(m[1].str()));  // stack, and lmem beyond it
   }
   return reports;
 }

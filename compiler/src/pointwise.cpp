@@ -422,23 +422,7 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
   if (wholeVectors) {
     std::vector<std::string> flats;
     for (int u = 0; u < unroll_; ++u) flats.push_back(flatOf(cbase, u));
-    // A whole chunk in range: every vector's loads first, as one path (the
-    // guards of a vector each would keep each vector's loads behind the
-    // stores of the one before). Chunks that divide the element count are
-    // always whole; otherwise the last chunk guards each vector.
-    const bool wholeChunks = unroll_ == 1 || elementCount(out_).divisibleBy(chunk);
-    if (!wholeChunks) {
-      std::string cend = body.assign("arith.addi " + cbase + ", " + chunkC + " : " + it());
-      body.line("scf.if " + body.assign("arith.cmpi ule, " + cend + ", " + numel + " : " + it()) + " {");
-      body.indent();
-      vectorPath(flats);
-      body.dedent();
-      body.line("} else {");
-      body.indent();
-    }
-    if (wholeChunks && unroll_ > 1) {
-      vectorPath(flats);
-    } else {
+    auto guardEach = [&] {
       for (const std::string& flat : flats) {
         body.line("scf.if " + body.assign("arith.cmpi ult, " + flat + ", " + numel + " : " + it()) + " {");
         body.indent();
@@ -446,8 +430,24 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
         body.dedent();
         body.line("}");
       }
-    }
-    if (!wholeChunks) {
+    };
+    // A whole chunk in range: every vector's loads first, as one path (the
+    // guards of a vector each would keep each vector's loads behind the
+    // stores of the one before). Chunks that divide the element count are
+    // always whole; otherwise the last chunk guards each vector.
+    if (unroll_ == 1) {
+      guardEach();
+    } else if (elementCount(out_).divisibleBy(chunk)) {
+      vectorPath(flats);
+    } else {
+      std::string cend = body.assign("arith.addi " + cbase + ", " + chunkC + " : " + it());
+      body.line("scf.if " + body.assign("arith.cmpi ule, " + cend + ", " + numel + " : " + it()) + " {");
+      body.indent();
+      vectorPath(flats);
+      body.dedent();
+      body.line("} else {");
+      body.indent();
+      guardEach();
       body.dedent();
       body.line("}");
     }

@@ -2312,6 +2312,13 @@ int maxLanes(const Graph& g, const Shape& d) {
   return lanes;
 }
 
+// Values a thread holds of one part when a row of n values is split into
+// `parts` parts (a cluster's blocks) of `threads` threads with `vector`-wide
+// loads: the heuristic's and the space's one count.
+int64_t partValuesPerThread(int64_t n, int64_t parts, int64_t threads, int vector) {
+  return (n / parts + threads * vector - 1) / (threads * vector) * vector;
+}
+
 }  // namespace
 
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail) {
@@ -2529,7 +2536,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   // is then read once instead of two or three times by the looped form.
   if (!fits(T) && smNumber(options.chip) >= 90) {
     // Values a thread of a 512-thread block holds of a part.
-    auto partValues = [&](int64_t parts) { return (N / parts + 512 * c.vector - 1) / (512 * c.vector) * c.vector; };
+    auto partValues = [&](int64_t parts) { return partValuesPerThread(N, parts, 512, c.vector); };
     auto fitsPart = [&](int64_t parts) {
       const int64_t vpt = partValues(parts);
       return N % (parts * c.vector) == 0 && vpt <= 64 && vpt * rowBytes <= 256;
@@ -2767,7 +2774,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
         const int v = h.vector;
         if (N % (static_cast<int64_t>(cl) * v) != 0) continue;
         const int64_t partVecs = N / cl / v;
-        const int64_t perThread = (partVecs + t - 1) / t * v;  // values a thread holds
+        const int64_t perThread = partValuesPerThread(N, cl, t, v);
         if (perThread > 64 || t / 2 >= partVecs) continue;
         RowConfig c;
         c.vector = v;
