@@ -741,7 +741,10 @@ bool runCase(const Case& c) {
     Mismatch mm = check();
     bool ok = mm.bad == 0;
     // KILN_EXPORT_KERNELS: for anchors_reduction.py, which times it with do_bench.
-    if (ok) bench::exportKernel(c.name(), k);
+    // Under KILN_ROW_CONFIG the op is a variant: the case's name, a space and
+    // the override (kiln_kernels.py's variants()).
+    const char* rowConfig = std::getenv("KILN_ROW_CONFIG");
+    if (ok) bench::exportKernel(rowConfig && *rowConfig ? c.name() + " " + rowConfig : c.name(), k);
     std::printf("  check: %s; %lld of %lld values outside tolerance %.3g (max rel err %.3g); reference %.1f s\n",
                 ex.note.c_str(), static_cast<long long>(mm.bad), static_cast<long long>(mm.count), tol, mm.maxRelErr,
                 refSeconds);
