@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -48,7 +49,11 @@ inline void exportKernel(const std::string& op, const Kernel& k) {
   int64_t grid = (total + lg.elementsPerBlock - 1) / lg.elementsPerBlock;
   const int64_t cap = k.maxBlocks(0);  // a resident grid: the blocks that fit at once
   if (cap > 0 && grid > cap) grid = cap;
-  const std::string file = "k" + std::to_string(n++) + ".cubin";
+  // Several processes may export into one folder (a sweep of configs): take
+  // the first name not yet there.
+  std::string file;
+  do file = "k" + std::to_string(n++) + ".cubin";
+  while (std::filesystem::exists(std::string(dir) + "/" + file));
   std::ofstream(std::string(dir) + "/" + file, std::ios::binary)
       .write(ck.cubin.data(), static_cast<std::streamsize>(ck.cubin.size()));
   std::string tensors;

@@ -257,8 +257,9 @@ void launchOverhead() {
   //    for the GPU, so this also measures how fast the GPU retires empty
   //    kernels (floor.cu's host time and end-to-end time come out equal);
   //  - bursts: host time of 64 launches after the GPU has drained (synchronize
-  //    between bursts, untimed), 300 bursts; only the host's own cost.
-  // The variants run interleaved, 7 rounds each, so that a slow phase of the
+  //    between bursts, untimed), 300 bursts a round; only the host's own cost.
+  // The variants run interleaved (back to back: a round of each in turn;
+  // bursts: a burst of each in turn), 7 rounds, so that a slow phase of the
   // machine hits all of them; the median round of each is reported.
   Graph g;
   Tensor x = g.input("x", DType::F32, {"N"});
@@ -326,7 +327,10 @@ void launchOverhead() {
   for (Variant& v : variants)
     for (int i = 0; i < 2000; ++i) v.launch();
   d.ctxSynchronize();
-  for (int round = 0; round < 7; ++round)
+  // Bursts interleave burst by burst (each variant's burst follows the
+  // previous variant's), so that a slow phase of the host, which lasts
+  // longer than a burst, hits every variant alike.
+  for (int round = 0; round < 7; ++round) {
     for (Variant& v : variants) {
       const int n = 20000;
       const double t0 = nowUs();
@@ -334,18 +338,22 @@ void launchOverhead() {
       const double t1 = nowUs();
       d.ctxSynchronize();
       v.rounds.push_back((t1 - t0) / n);
-      std::vector<double> bursts;
-      for (int b = 0; b < 300; ++b) {
+    }
+    std::vector<std::vector<double>> bursts(variants.size());
+    for (int b = 0; b < 300; ++b)
+      for (size_t vi = 0; vi < variants.size(); ++vi) {
         const int m = 64;
         const double b0 = nowUs();
-        for (int i = 0; i < m; ++i) v.launch();
+        for (int i = 0; i < m; ++i) variants[vi].launch();
         const double b1 = nowUs();
         d.ctxSynchronize();
-        bursts.push_back((b1 - b0) / m);
+        bursts[vi].push_back((b1 - b0) / m);
       }
-      std::sort(bursts.begin(), bursts.end());
-      v.burstRounds.push_back(bursts[bursts.size() / 2]);
+    for (size_t vi = 0; vi < variants.size(); ++vi) {
+      std::sort(bursts[vi].begin(), bursts[vi].end());
+      variants[vi].burstRounds.push_back(bursts[vi][bursts[vi].size() / 2]);
     }
+  }
   if (own) d.streamDestroy(own);
   std::string json = "{\"op\": \"launch host cost\"";
   for (Variant& v : variants) {
