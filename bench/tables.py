@@ -15,7 +15,7 @@ for kind in ['pointwise', 'reduction']:
     a = json.load(open(f'{d}/anchors_{kind}.json'))
     rows = {}
     for e in a:
-        if kind == 'reduction' and not e.get('flushed', True): continue
+        if kind == 'reduction' and (not e.get('flushed', True) or e.get('kernel_time')): continue
         r = rows.setdefault(e['op'], {})
         imp = e['impl']
         r[imp] = max(r.get(imp, 0), e['TBps'])
@@ -29,3 +29,26 @@ for kind in ['pointwise', 'reduction']:
         ratio = j['TBps'] / best if best else 0
         flag = '' if j['TBps'] >= 4.0 and ratio >= 1 else ' ←'
         print(f"| {op} | {j['median_us']:.1f} | {j['TBps']:.3f} | {f('kiln (do_bench)')} | {f('eager')} | {f('torch.compile')} | {f('triton')} | {ratio:.3f}{flag} |")
+
+# Small batches (anchors_reduction.py's small cases), us per call: CUDA graph
+# replay (not flushed), do_bench (flushed; CUDA events, ~0.5 us steps) and
+# the kernels' own time after the same flush (profiler stamps).
+try:
+    a = json.load(open(f'{d}/anchors_reduction.json'))
+except OSError:
+    a = []
+small = {}
+for e in a:
+    if e.get('graph') or e.get('kernel_time'):
+        col = ('graph ' if e.get('graph') else 'kernel ') + e['impl']
+        small.setdefault(e['op'], {})[col] = e['median_us']
+for e in a:
+    if e['op'] in small and e.get('flushed', True) and not e.get('kernel_time'):
+        imp = 'kiln' if e['impl'] == 'kiln (do_bench)' else e['impl']
+        small[e['op']]['do_bench ' + imp] = e['median_us']
+if small:
+    impls = ['kiln', 'torch.compile', 'triton']
+    print('\nsmall batches (us per call)\n| case | ' + ' | '.join(f'{m} {i}' for m in ('graph', 'kernel', 'do_bench') for i in impls) + ' |')
+    print('| --- |' + ' ---: |' * 9)
+    for op, r in small.items():
+        print(f"| {op} | " + ' | '.join(f"{r[m + ' ' + i]:.2f}" if m + ' ' + i in r else '' for m in ('graph', 'kernel', 'do_bench') for i in impls) + ' |')
