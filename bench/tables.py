@@ -10,7 +10,10 @@ def kiln(path):
         if j.get('impl') == 'kiln' and 'median_us' in j and j.get('flushed', True) and 'graph' not in j.get('op',''):
             out.setdefault(j['op'], j)
     return out
+import os
 for kind in ['pointwise', 'reduction']:
+    if not (os.path.exists(f'{d}/kiln_{kind}.jsonl') and os.path.exists(f'{d}/anchors_{kind}.json')):
+        continue
     k = kiln(f'{d}/kiln_{kind}.jsonl')
     a = json.load(open(f'{d}/anchors_{kind}.json'))
     rows = {}
