@@ -160,10 +160,11 @@ def kernel_time_flushed(fn, calls=100):
 deferred_kernel_times = []
 
 def kernel_time_report(op, impl, fn, nbytes, keep=()):
-    """Queued for run_kernel_times(), after every other measurement: once
-    the profiler has run, CUPTI stays attached to the process and every
-    later launch costs the host more (session 22 call 5: torch.compile's
-    and Triton's small calls under do_bench went from 5-7 to 19-76 us).
+    """Queued for run_kernel_times(), after every other measurement, so
+    that the profiler (CUPTI stays attached to a process once used) cannot
+    touch the others. (torch.compile's and Triton's small calls under
+    do_bench measured 5-76 us with the profiler interleaved, session 22
+    call 5, and 5-137 us with it last, call 6: host-bound either way.)
     `keep`: tensors the call writes through raw pointers, kept alive."""
     deferred_kernel_times.append((op, impl, fn, nbytes, keep))
 
