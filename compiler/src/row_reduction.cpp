@@ -2841,6 +2841,36 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                         });
 }
 
+namespace {
+
+// The longest row (in values) the row schedule takes: its loops count a
+// row's values in 32-bit integers and look up to a step (at most 1024
+// threads x 8 x 16 values) past the current one.
+constexpr int64_t kMaxRowLength = (int64_t{1} << 31) - (int64_t{1} << 18);
+
+// Refuses a static row over kMaxRowLength, naming the reduction; a dynamic
+// one becomes a bound the launcher checks.
+void rowLengthBound(const Graph& g, const Dim& n, const std::string& what,
+                    std::vector<LaunchGeometry::DimBound>& bounds) {
+  if (n.isDynamic()) {
+    bounds.push_back({n.name, kMaxRowLength, what});
+    return;
+  }
+  if (n.size <= kMaxRowLength) return;
+  std::string op = "reduction";
+  for (int id = 0; id < g.numNodes(); ++id)
+    if (isReduction(g.node(id).op)) {
+      op = std::string(opName(g.node(id).op));
+      break;
+    }
+  throw Error("kiln: compile: " + op + " over " + std::to_string(n.size) + " " + what +
+              ": the row_reduction schedule takes at most " + std::to_string(kMaxRowLength) +
+              " (it counts them with 32-bit integers); split the reduction into parts of fewer values (reshape "
+              "and reduce twice)");
+}
+
+}  // namespace
+
 RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name, EntryVariants variants,
                            int sm, const Graph* tail, const std::string& tailCounter) {
   RowConfig c = config;
@@ -2905,9 +2935,16 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
     c.stage = false;
     c.prefetch = 0;
   }
+  // A row's values (and a grid tail's rows) are counted with 32-bit
+  // integers: static lengths over the bound fail here, dynamic ones at launch.
+  std::vector<LaunchGeometry::DimBound> bounds;
+  rowLengthBound(g, d.back(), "values in a row", bounds);
+  if (tail) rowLengthBound(*tail, domainOf(*tail).back(), "rows (its grid tail reduces one value per row)", bounds);
   RowEmitter e(g, c);
   if (tail) e.setTail(tail, tailCounter);
-  return e.run(name, variants);
+  RowKernel rk = e.run(name, variants);
+  rk.kernel.launch.dimBounds = std::move(bounds);
+  return rk;
 }
 
 }  // namespace kiln::compiler

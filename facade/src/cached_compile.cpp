@@ -79,8 +79,8 @@ compiler::KernelTensor tensorFrom(const json& j) {
 // by byte: a matmul entry's 236 KB of PTX took about 1 ms to parse); 4: the
 // launch geometry's tile (matmul grids count output tiles); 5: its cluster;
 // 6: its minimum blocks (a row kernel's grid tail); 7: resident grids (row
-// kernels that loop over rows).
-constexpr int kFormat = 7;
+// kernels that loop over rows); 8: its dim bounds (dims counted in 32 bits).
+constexpr int kFormat = 8;
 
 }  // namespace
 
@@ -153,6 +153,9 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
                     {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks}, {"min_blocks", k.launch.minBlocks},
                     {"shared_bytes", k.launch.sharedBytes}, {"tile", k.launch.tile}, {"cluster", k.launch.cluster},
                     {"resident", k.launch.resident}};
+    jk["launch"]["dim_bounds"] = json::array();
+    for (const auto& b : k.launch.dimBounds)
+      jk["launch"]["dim_bounds"].push_back({{"dim", b.dim}, {"max", b.max}, {"what", b.what}});
     jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
@@ -215,6 +218,8 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       k.launch.tile = l.at("tile").get<std::vector<int64_t>>();
       k.launch.cluster = l.at("cluster").get<int>();
       k.launch.resident = l.at("resident").get<bool>();
+      for (const json& b : l.at("dim_bounds"))
+        k.launch.dimBounds.push_back({b.at("dim").get<std::string>(), b.at("max").get<int64_t>(), b.at("what").get<std::string>()});
       k.source = blobString(blobs, jk.at("source"));
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))

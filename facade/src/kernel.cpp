@@ -198,7 +198,8 @@ void loadScalarEntries(Kernel::Impl& impl) {
         if (ck.tensors[t].name != pk.ck->tensors[t].name) planMismatch(i, ck, *pk.ck, "other tensors");
       if (a.threadsPerBlock != b.threadsPerBlock || a.elementsPerBlock != b.elementsPerBlock ||
           a.maxBlocks != b.maxBlocks || a.minBlocks != b.minBlocks || a.resident != b.resident ||
-          a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape || a.tile != b.tile || a.cluster != b.cluster)
+          a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape || a.tile != b.tile || a.cluster != b.cluster ||
+          a.dimBounds != b.dimBounds)
         planMismatch(i, ck, *pk.ck, "another launch geometry");
       const compiler::KernelEntry* entry = nullptr;
       for (const compiler::KernelEntry& e : ck.entries)
@@ -425,7 +426,9 @@ struct KernelRegistry {
 }
 
 void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock& block, void* stream) {
-  const int64_t blocks = pk.grid.blocks([&](size_t d) { return block.dimValue(d); });
+  const auto dimValue = [&](size_t d) { return block.dimValue(d); };
+  pk.grid.check(dimValue, pk.ck->name);
+  const int64_t blocks = pk.grid.blocks(dimValue);
   if (blocks == 0) return;
   const compiler::LaunchGeometry& lg = pk.ck->launch;
   rt::LaunchConfig cfg;
@@ -561,7 +564,20 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
     if (index < 0) throw bad("it iterates over dim " + d.name + ", which the kernel does not take");
     r.dynamic.push_back({index, t});
   }
+  for (const compiler::LaunchGeometry::DimBound& b : g.dimBounds) {
+    int index = -1;
+    for (size_t i = 0; i < kernelDims.size(); ++i)
+      if (kernelDims[i] == b.dim) index = static_cast<int>(i);
+    if (index < 0) throw bad("it bounds dim " + b.dim + ", which the kernel does not take");
+    r.bounds.push_back({index, b.max, b.dim, b.what});
+  }
   return r;
+}
+
+void GridRule::boundExceeded(const Bound& b, int64_t value, const std::string& kernel) {
+  throw Error("kiln: launch of kernel '" + kernel + "': dim " + b.dim + " = " + std::to_string(value) +
+              ", but the kernel takes at most " + std::to_string(b.max) + " " + b.what +
+              " (it counts them with 32-bit integers); split the work into smaller parts");
 }
 
 compiler::CompileOptions compilerOptions(const CompileOptions& options, const std::string& chip) {
@@ -659,6 +675,8 @@ std::string Kernel::explain() const {
         os << " (" << impl_->kernels[index].grid.maxBlocks << " blocks on this GPU)";
       os << "\n";
     }
+    for (const compiler::LaunchGeometry::DimBound& b : k.launch.dimBounds)
+      os << "    dim " << b.dim << " at most " << b.max << " (" << b.what << ", counted in 32 bits; checked at launch)\n";
     for (const auto& r : k.resources)
       os << "    " << r.kernel << ": " << r.registers << " registers, " << r.spillStoreBytes
          << " bytes spill stores, " << r.spillLoadBytes << " bytes spill loads\n";

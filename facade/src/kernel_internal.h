@@ -23,12 +23,29 @@ struct GridRule {
   int64_t maxBlocks = 0;
   int64_t cluster = 1;
   int64_t minBlocks = 0;
+  // Dims the kernel takes only up to a bound (LaunchGeometry::dimBounds),
+  // by kernel dim index; check() refuses larger values.
+  struct Bound {
+    int index = 0;
+    int64_t max = 0;
+    std::string dim, what;
+  };
+  std::vector<Bound> bounds;
 
   // `kernelDims`: the kernel's dynamic dims (CompiledKernel::dims), in the
   // order dimValue takes them. A geometry that names other dims or has bad
   // tiles is a kiln::Error naming `kernel`.
   static GridRule from(const compiler::LaunchGeometry& g, const std::vector<std::string>& kernelDims,
                        const std::string& kernel);
+  // A kiln::Error naming `kernel`, the dim and its bound when a dim is over
+  // its bound; nothing otherwise (and nothing to loop over for most kernels).
+  template <class DimValue>
+  void check(const DimValue& dimValue, const std::string& kernel) const {
+    for (const Bound& b : bounds)
+      if (const int64_t v = dimValue(static_cast<size_t>(b.index)); v > b.max) [[unlikely]]
+        boundExceeded(b, v, kernel);
+  }
+  [[noreturn]] static void boundExceeded(const Bound& b, int64_t value, const std::string& kernel);
   template <class DimValue>
   int64_t blocks(const DimValue& dimValue) const {
     int64_t total = staticCount;

@@ -108,3 +108,57 @@ TEST_CASE("grid: a cluster of 2 gets two blocks per pair of tile rows, in whole 
   g.maxBlocks = 131;
   CHECK(blocksFor(compiler::CompiledKernel{.name = "k", .dims = {"M"}, .launch = g}, {8192}) == 130);
 }
+
+TEST_CASE("rows counted in 32 bits: a static row over the bound fails to compile, a dynamic one is checked at launch",
+          "[compile][reduction]") {
+  const compiler::CompileOptions o{.chip = "sm_90", .smCount = 132};
+  SECTION("a static row of 2^31 values") {
+    Graph g;
+    g.output("y", softmax(g.input("x", DType::F32, {1, int64_t{1} << 31}), -1));
+    REQUIRE_THROWS_WITH(compiler::compileGraph(g, o),
+                        Contains("over 2147483648 values in a row") && Contains("32-bit"));
+  }
+  SECTION("a grid tail's mean over 2^32 static rows") {
+    Graph g;
+    g.output("loss", cross_entropy(g.input("x", DType::BF16, {int64_t{1} << 32, 1000}),
+                                   g.input("t", DType::I64, {int64_t{1} << 32})));
+    REQUIRE_THROWS_WITH(compiler::compileGraph(g, o), Contains("mean over 4294967296 rows") && Contains("32-bit"));
+  }
+  SECTION("a dynamic row: the launch checks its length") {
+    Graph g;
+    g.output("y", sum(g.input("x", DType::F32, {"N"}), 0, false));
+    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    REQUIRE(cg.kernels.size() == 1);
+    const compiler::CompiledKernel& k = cg.kernels[0];
+    REQUIRE(k.launch.dimBounds.size() == 1);
+    const compiler::LaunchGeometry::DimBound& b = k.launch.dimBounds[0];
+    CHECK(b.dim == "N");
+    CHECK(b.max < (int64_t{1} << 31));
+    CHECK(b.max >= (int64_t{1} << 30));
+    const detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
+    int64_t n = b.max;
+    auto dims = [&](size_t) { return n; };
+    CHECK_NOTHROW(r.check(dims, k.name));
+    n = b.max + 1;
+    REQUIRE_THROWS_WITH(r.check(dims, k.name), Contains("kernel '" + k.name + "': dim N = " + std::to_string(b.max + 1)) &&
+                                                   Contains("at most " + std::to_string(b.max) + " values in a row"));
+  }
+  SECTION("a dynamic row count under a grid tail") {
+    Graph g;
+    g.output("loss", cross_entropy(g.input("x", DType::BF16, {"R", 1000}), g.input("t", DType::I64, {"R"})));
+    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    REQUIRE(cg.kernels.size() == 1);
+    const auto& bounds = cg.kernels[0].launch.dimBounds;
+    REQUIRE(bounds.size() == 1);
+    CHECK(bounds[0].dim == "R");
+    CHECK_THAT(bounds[0].what, Contains("rows"));
+  }
+  SECTION("pointwise kernels index in 64 bits where dims are dynamic: no bound") {
+    Graph g;
+    Tensor x = g.input("x", DType::F32, {"N"});
+    g.output("y", x * 2.0);
+    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    REQUIRE(cg.kernels.size() == 1);
+    CHECK(cg.kernels[0].launch.dimBounds.empty());
+  }
+}

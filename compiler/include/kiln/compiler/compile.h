@@ -71,6 +71,17 @@ struct LaunchGeometry {
   // whose last block computes results that exist for no rows too (a grid
   // tail's mean over zero rows). 0: none then.
   int64_t minBlocks = 0;
+  // The most each named dynamic dim may be at launch, where the kernel
+  // indexes along it with 32-bit integers (a row reduction's row length, its
+  // grid tail's row count); the launcher refuses a larger value with an
+  // error naming the dim. Static sizes over such a bound fail to compile.
+  struct DimBound {
+    std::string dim;
+    int64_t max = 0;
+    std::string what;  // what the dim counts there ("values in a row")
+    bool operator==(const DimBound&) const = default;
+  };
+  std::vector<DimBound> dimBounds;
 };
 
 // A TMA tensor map the launcher builds for the kernel: the kernel takes one
