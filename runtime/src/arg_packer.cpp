@@ -99,7 +99,8 @@ void ArgPacker::packPointers(ArgBlock& out, const TensorView* const* tensors, si
       if (s < 0) [[unlikely]]
         failTensor(t, "axis " + std::to_string(a) + " has negative size " + std::to_string(s) +
                           " (shape " + formatShape(v.shape) + ")");
-      numel *= s;
+      if (__builtin_mul_overflow(numel, s, &numel)) [[unlikely]]
+        failTensor(t, "shape " + formatShape(v.shape) + " has more elements than a 64-bit count holds");
       const int32_t d = axes[a].dim;
       if (d < 0) {
         if (s != axes[a].size) [[unlikely]]
@@ -125,6 +126,10 @@ void ArgPacker::packPointers(ArgBlock& out, const TensorView* const* tensors, si
                           formatShape(contiguousStrides(v.shape)) + ")");
     }
     const uint64_t addr = reinterpret_cast<uintptr_t>(v.data);
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(uint64_t(numel), uint64_t(r.elemSize), &bytes) || addr + bytes < addr) [[unlikely]]
+      failTensor(t, "shape " + formatShape(v.shape) + " of " + std::string(dtypeName(v.dtype)) +
+                        " spans more bytes than the address space holds");
     if (addr == 0) {
       if (numel != 0) [[unlikely]]
         failTensor(t, "data pointer is null (shape " + formatShape(v.shape) + ")");
@@ -142,7 +147,7 @@ void ArgPacker::packPointers(ArgBlock& out, const TensorView* const* tensors, si
       lo[t] = hi[t] = 0;
     } else if (v.strides.empty()) {
       lo[t] = addr;
-      hi[t] = addr + uint64_t(numel) * r.elemSize;
+      hi[t] = addr + bytes;
     } else {
       lo[t] = addr;
       for (uint32_t a = 0; a < r.rank; ++a)

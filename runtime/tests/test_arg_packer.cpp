@@ -276,6 +276,34 @@ TEST_CASE("an output may not overlap an input or another output") {
   }
 }
 
+TEST_CASE("a shape whose size does not fit in 64 bits is rejected by name, not wrapped") {
+  KernelSignature s;
+  s.kernel = "copy2d";
+  s.tensors = {{"x", DType::F32, {"N", "M"}}, {"y", DType::F32, {"N", "M"}, /*isOutput=*/true}};
+  s.dims = {{"N"}, {"M"}};
+  const ArgPacker packer(s);
+  ArgBlock args;
+  SECTION("more elements than an int64 counts") {
+    const int64_t huge = int64_t{1} << 40;
+    const TensorView views[] = {TensorView(fakePtr(kX), DType::F32, {huge, huge}),
+                                TensorView(fakePtr(kY), DType::F32, {huge, huge})};
+    CHECK_THROWS_WITH(packer.pack(args, views, {}, {}),
+                      Contains("tensor 'x'") && Contains("more elements than a 64-bit count holds"));
+  }
+  SECTION("more bytes than the address space") {
+    const int64_t big = int64_t{1} << 31;  // 2^62 f32 values: 2^64 bytes
+    const TensorView views[] = {TensorView(fakePtr(kX), DType::F32, {big, big}),
+                                TensorView(fakePtr(kY), DType::F32, {big, big})};
+    CHECK_THROWS_WITH(packer.pack(args, views, {}, {}),
+                      Contains("tensor 'x'") && Contains("spans more bytes than the address space holds"));
+  }
+  SECTION("a large shape that fits is fine") {
+    const TensorView views[] = {TensorView(fakePtr(kX), DType::F32, {1 << 20, 1 << 10}),
+                                TensorView(fakePtr(kX + (uint64_t{1} << 32)), DType::F32, {1 << 20, 1 << 10})};
+    CHECK_NOTHROW(packer.pack(args, views, {}, {}));
+  }
+}
+
 TEST_CASE("a missing or extra argument is rejected by name") {
   const ArgPacker packer(axpyRow());
   ArgBlock args;
