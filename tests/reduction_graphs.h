@@ -190,4 +190,30 @@ inline std::vector<GraphCase> splitCases(DType t, const Shape& shape) {
   return cases;
 }
 
+// Values computed only from inputs that are the same for every row and
+// column (a one-element parameter, or every input of a domain whose axes
+// are all 1) are computed once in the kernel's entry; their loads must be
+// there too. They were emitted per row, after those values: "operand #0
+// does not dominate this use" (found by random graphs, session 22).
+inline std::vector<Graph> invariantInputGraphs(DType t) {
+  std::vector<Graph> out;
+  {
+    Graph g;  // softmax(x * exp(s)) with s a one-element tensor
+    Tensor x = g.input("x", t, {"N", 4096});
+    Tensor s = g.input("s", DType::F32, {1});
+    g.output("y", softmax(x * exp(s)));
+    out.push_back(g);
+  }
+  {
+    Graph g;  // every input of a [1, 1] domain: min(max(sqrt(w), c)) and a row sum
+    Tensor x = g.input("x", t, {1, 1});
+    Tensor w = g.input("w", t, {1});
+    Tensor c = g.input("c", t, {1, 1});
+    g.output("m", min(maximum(sqrt(w), c), {0, 1}));
+    g.output("r", sum(erf(x), 1, true));
+    out.push_back(g);
+  }
+  return out;
+}
+
 }  // namespace kiln::test

@@ -210,6 +210,18 @@ TEST_CASE("several reductions of the same rows and the consumers of their result
   checkOneRowReductionKernel(g, cg);
 }
 
+TEST_CASE("values of inputs the same for every row and column are loaded where they are computed",
+          "[compile][reduction]") {
+  DType t = GENERATE(DType::F32, DType::BF16);
+  for (const Graph& g : test::invariantInputGraphs(t)) {
+    INFO(g.toText());
+    compiler::CompiledGraph cg;
+    REQUIRE_NOTHROW(cg = compiler::compileGraph(g));
+    for (const compiler::CompiledKernel& k : cg.kernels)
+      for (const compiler::ResourceReport& r : k.resources) CHECK(r.spillStoreBytes == 0);
+  }
+}
+
 TEST_CASE("elementwise producers and broadcast consumers fuse into the row_reduction kernel",
           "[compile][reduction]") {
   DType t = GENERATE(DType::F32, DType::BF16, DType::F16);

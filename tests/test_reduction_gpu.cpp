@@ -988,3 +988,16 @@ TEST_CASE("a dynamic row longer than the row schedule counts is refused at launc
   by.download(&y, sizeof y);
   CHECK(y == 16.0f);
 }
+
+TEST_CASE("values of inputs the same for every row and column match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  DType t = GENERATE(DType::F32, DType::BF16);
+  const std::vector<Graph> graphs = test::invariantInputGraphs(t);
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    INFO(graphs[i].toText());
+    test::RunOptions o;
+    if (i == 0) o.dims["N"] = 1000;  // the [1, 1] graph has no dims
+    o.ranges = {{"w", {0.1, 2.0}}};   // sqrt(w) of positive values
+    runAndCheck(graphs[i], o);
+  }
+}

@@ -134,6 +134,7 @@ class RowEmitter {
   std::string rowValue(int id, const Frame& f);
   std::string loadElement(Ctx& c, const Access& a, DType dt, int slot, int lane);
   std::string rowLoad(const Access& a, DType dt);
+  std::string globalLoad(const Access& a, DType dt);
   std::string rowPtr(const Access& a, DType dt);
   std::string leadIndex(int axis);  // i64 index of leading domain axis `axis` for this row
   std::string poly(const Poly& p);  // i64, in the entry block
@@ -663,6 +664,21 @@ std::string RowEmitter::rowLoad(const Access& a, DType dt) {
   return v;
 }
 
+// An input value the same for every row and column (a one-element weight,
+// or any input of a domain whose axes are all 1): loaded once, where the
+// values computed from it go (the entry's invariant part), not per row.
+std::string RowEmitter::globalLoad(const Access& a, DType dt) {
+  std::string key = "globalload:" + a.key();
+  if (auto it = preMemo_.find(key); it != preMemo_.end()) return it->second;
+  std::string p = argOf_.at(a.node);
+  if (!a.base.isZero())
+    p = pre_->assign("llvm.getelementptr inbounds " + p + "[" + poly(a.base) + "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " +
+                     storageType(dt));
+  std::string raw = pre_->assign("llvm.load " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64" +
+                                 loadFlags_ + "} : !llvm.ptr<1> -> " + storageType(dt));
+  return preMemo_[key] = loadConvert(*pre_, raw, dt);
+}
+
 bool RowEmitter::laneVectorAccess(const Access& a) const {
   const int L = cfg_.lanes;
   if (L <= 1 || k_ < 2 || !(a.strides[k_ - 2] == Poly::constant(1)) || !a.base.divisibleBy(L)) return false;
@@ -815,7 +831,7 @@ std::string RowEmitter::value(Ctx& c, int id, const Frame& f, int slot, int lane
   switch (n.op) {
     case Op::Input: {
       Access a = accessOf(id, n.shape, f, k_);
-      v = col ? loadElement(c, a, n.dtype, slot, lane) : rowLoad(a, n.dtype);
+      v = global ? globalLoad(a, n.dtype) : col ? loadElement(c, a, n.dtype, slot, lane) : rowLoad(a, n.dtype);
       break;
     }
     case Op::Scalar:
