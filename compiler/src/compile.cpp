@@ -333,7 +333,11 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       //    weights in shared memory (config resident), then one cluster
       //    per row;
       //  - a persistent row of 1024 threads (64 registers each): the looped
-      //    form, faster than a spilling held row.
+      //    form, faster than a spilling held row;
+      //  - any other held row (one block a row): without min_blocks (the
+      //    full register budget), then looped;
+      //  - a looped row whose unrolled steps spill (heavy math per value,
+      //    libdevice's sin say): half the unroll, down to 1.
       const bool heuristic = options.rowConfigOverride.empty() && !given;
       if (heuristic && cfg.cluster == 16 && cfg.minBlocks == 2 && spills(k)) {
         cfg.cluster = 8;
@@ -351,6 +355,18 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       if (heuristic && cfg.persistent && cfg.threadsPerRow >= 1024 && spills(k)) {
         cfg.persistent = false;
         cfg.threadsPerRow = cfg.threads = 512;
+        k = buildRow(cfg);
+      }
+      if (heuristic && cfg.persistent && cfg.cluster == 1 && cfg.minBlocks > 1 && spills(k)) {
+        cfg.minBlocks = 0;
+        k = buildRow(cfg);
+      }
+      if (heuristic && cfg.persistent && cfg.cluster == 1 && spills(k)) {
+        cfg.persistent = false;
+        k = buildRow(cfg);
+      }
+      while (heuristic && !cfg.persistent && cfg.unroll > 1 && spills(k)) {
+        cfg.unroll /= 2;
         k = buildRow(cfg);
       }
     }
