@@ -81,6 +81,14 @@ Graph normalizeReductions(const Graph& g) {
     }
     bool identity = true;
     for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+    // A permute that moves only unit dims keeps the elements' order: a
+    // reshape (the row form then reads the operand as it is, not through
+    // the column form; a column-form var of a [1, 1] operand did not
+    // compile).
+    std::vector<int64_t> moved;
+    for (int64_t a : perm)
+      if (!isUnit(x.shape[a])) moved.push_back(a);
+    const bool orderKept = std::is_sorted(moved.begin(), moved.end());
     if (!identity) {
       Node p;
       p.op = Op::Permute;
@@ -88,7 +96,7 @@ Graph normalizeReductions(const Graph& g) {
       p.axes = perm;
       for (int64_t a : perm) p.shape.push_back(x.shape[a]);
       p.inputs = {cur};
-      cur = ng.addNode(std::move(p));
+      cur = orderKept ? addReshape(ng, cur, p.shape) : ng.addNode(std::move(p));
     }
     bool dynamicReduced = false;
     for (const Dim& d : reducedDims) dynamicReduced = dynamicReduced || d.isDynamic();
