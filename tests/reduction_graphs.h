@@ -225,4 +225,30 @@ inline std::vector<Graph> invariantInputGraphs(DType t) {
   return out;
 }
 
+
+// A row statistic read at other rows than its own: keepdim false and
+// broadcast against a square x, it lines up with the columns (as PyTorch
+// broadcasts it). A row kernel cannot read its own results at other rows,
+// so the planner stores the statistic and a later kernel computes the
+// output; the row emitter refused these graphs before (session 22).
+inline std::vector<GraphCase> misreadCases(DType t, int64_t n) {
+  std::vector<GraphCase> cases;
+  const Shape shape{Dim(n), Dim(n)};
+  auto add = [&](const std::string& what, const std::function<Tensor(const Tensor&)>& body) {
+    GraphCase c;
+    c.label = caseLabel(what, t, shape);
+    Tensor x = c.graph.input("x", t, shape);
+    c.graph.output("y", body(x));
+    c.ranges = {{"x", {-0.5, 1}}};
+    c.relFloor = {{"y", 1}};
+    cases.push_back(std::move(c));
+  };
+  add("x - sum(x, 1)", [](const Tensor& x) { return x - sum(x, 1); });
+  add("maximum(x, var(x, 1))", [t](const Tensor& x) {
+    Tensor xf = cast(x, DType::F32);
+    return cast(maximum(xf, var(xf, 1)), t);
+  });
+  add("softmax(x) * max(x, 1)", [](const Tensor& x) { return softmax(x) * max(x, 1); });
+  return cases;
+}
 }  // namespace kiln::test

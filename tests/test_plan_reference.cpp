@@ -171,3 +171,13 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: every re
     checkPlan(c);
   }
 }
+
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a row statistic read along columns",
+          "[compile][plan]") {
+  for (DType t : {DType::F32, DType::BF16})
+    for (const test::GraphCase& c : test::misreadCases(t, 96)) {
+      checkPlan(c, {}, 2);
+      INFO(c.label);
+      CHECK_NOTHROW(compiler::compileGraph(c.graph));
+    }
+}

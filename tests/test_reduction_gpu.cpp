@@ -1001,3 +1001,13 @@ TEST_CASE("values of inputs the same for every row and column match the referenc
     runAndCheck(graphs[i], o);
   }
 }
+
+TEST_CASE("a row statistic read along columns (x - sum(x, 1) of a square x) matches the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  DType t = GENERATE(DType::F32, DType::BF16);
+  for (int64_t n : {96, 4097})
+    for (const test::GraphCase& c : test::misreadCases(t, n)) {
+      INFO(c.label);
+      runAndCheck(c.graph, {.ranges = c.ranges, .tolScale = c.tolScale, .relFloor = c.relFloor});
+    }
+}

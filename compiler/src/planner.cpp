@@ -535,6 +535,7 @@ class Planner {
   void materialize(int id, int owner, int consumer, const std::string& reason);
   bool sharesInput(int id, const Shape& domain);
   bool onlyReducedBy(int id, int kernel) const;
+  bool misreads(int id, int kernel);
   std::set<int> inputsOf(int id);
 
   const Graph& g_;
@@ -599,6 +600,39 @@ bool Planner::onlyReducedBy(int id, int kernel) const {
   return any;
 }
 
+// Whether computing full-shaped node `id` in row kernel `kernel` would read
+// one of that kernel's reductions at other rows than its own (a row
+// statistic of keepdim false broadcast along columns, say, as x - sum(x, 1)
+// of a square x reads it): a row kernel cannot, so such a node is computed
+// after the kernel, from its stored results. The same rule as the row
+// emitter's: through the node's frames, the reduction's kept axis j must be
+// domain axis j, and a kept unit last axis broadcast.
+bool Planner::misreads(int id, int kernel) {
+  const KernelInfo& ki = kernels_[kernel];
+  if (ki.kind != KernelPlan::Kind::RowReduction || !(g_.node(id).shape == ki.domain)) return false;
+  const int k = static_cast<int>(ki.domain.size());
+  std::set<std::string> seen;
+  std::function<bool(int, const Frame&)> visit = [&](int n, const Frame& f) {
+    if (!seen.insert(std::to_string(n) + "@" + frameKey(f)).second) return false;
+    const Node& node = g_.node(n);
+    if (node.op == Op::Input || node.op == Op::Scalar || node.op == Op::Constant || node.op == Op::Iota) return false;
+    if (isReduction(node.op)) {
+      auto g = groupOf_.find(n);
+      if (g == groupOf_.end() || g->second != kernel) return false;  // another kernel's: read from memory
+      const Node& x = g_.node(node.inputs[0]);
+      bool ok = x.shape == ki.domain;
+      for (int j = 0; ok && j + 1 < k; ++j) ok = f[j] == Axis{j, 1, 0} || isUnit(ki.domain[j]);
+      if (ok && node.keepdim) ok = f[k - 1].src < 0 || isUnit(ki.domain[k - 1]);
+      return !ok || visit(node.inputs[0], identityFrame(k));
+    }
+    if (node.op == Op::Reshape && !unitReshape(node, g_.node(node.inputs[0]))) return false;  // read from memory
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (visit(node.inputs[i], operandFrame(g_, node, i, f))) return true;
+    return false;
+  };
+  return visit(id, identityFrame(k));
+}
+
 std::set<int> Planner::inputsOf(int id) {
   std::set<int> out;
   std::set<int> seen;
@@ -653,7 +687,7 @@ int Planner::ownerFor(int id, bool isOutput) {
     return pointwiseKernel(n.shape, "pre");
   }
   int last = *gs.rbegin();
-  if (fits(id, last)) return last;
+  if (fits(id, last) && !misreads(id, last)) return last;
   return pointwiseKernel(n.shape, "after" + std::to_string(last));
 }
 
