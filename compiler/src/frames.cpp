@@ -56,6 +56,14 @@ Frame operandFrame(const Graph& g, const Node& n, size_t operand, const Frame& f
   }
 }
 
+bool readsOwnRow(const Node& r, const Shape& operand, const Frame& frame, const Shape& domain) {
+  const int k = static_cast<int>(domain.size());
+  bool ok = operand == domain;
+  for (int j = 0; ok && j + 1 < k; ++j) ok = frame[j] == Axis{j, 1, 0} || isUnit(domain[j]);
+  if (ok && r.keepdim) ok = frame[k - 1].src < 0 || isUnit(domain[k - 1]);
+  return ok;
+}
+
 bool unitReshape(const Node& n, const Node& x) {
   Shape a, b;
   for (const Dim& d : n.shape)

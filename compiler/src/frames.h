@@ -36,6 +36,12 @@ Frame broadcastFrame(const Frame& consumerFrame, const Shape& consumer, const Sh
 Frame operandFrame(const Graph& g, const Node& n, size_t operand, const Frame& frame);
 // A reshape that only adds or drops unit dims (maps dim to dim).
 bool unitReshape(const Node& n, const Node& x);
+// Whether reduction `r` (its operand of shape `operand`), seen through
+// `frame` in a row kernel over `domain`, is read at its own row: kept axis j
+// is domain axis j, and a kept unit last axis is broadcast. A row kernel
+// reads its own reductions only so; the planner sends other readers to a
+// later kernel.
+bool readsOwnRow(const Node& r, const Shape& operand, const Frame& frame, const Shape& domain);
 
 struct Access {
   int node = -1;              // the Input node

@@ -604,9 +604,8 @@ bool Planner::onlyReducedBy(int id, int kernel) const {
 // one of that kernel's reductions at other rows than its own (a row
 // statistic of keepdim false broadcast along columns, say, as x - sum(x, 1)
 // of a square x reads it): a row kernel cannot, so such a node is computed
-// after the kernel, from its stored results. The same rule as the row
-// emitter's: through the node's frames, the reduction's kept axis j must be
-// domain axis j, and a kept unit last axis broadcast.
+// after the kernel, from its stored results (readsOwnRow, through the
+// nodes' frames: the row emitter's rule).
 bool Planner::misreads(int id, int kernel) {
   const KernelInfo& ki = kernels_[kernel];
   if (ki.kind != KernelPlan::Kind::RowReduction || !(g_.node(id).shape == ki.domain)) return false;
@@ -619,11 +618,7 @@ bool Planner::misreads(int id, int kernel) {
     if (isReduction(node.op)) {
       auto g = groupOf_.find(n);
       if (g == groupOf_.end() || g->second != kernel) return false;  // another kernel's: read from memory
-      const Node& x = g_.node(node.inputs[0]);
-      bool ok = x.shape == ki.domain;
-      for (int j = 0; ok && j + 1 < k; ++j) ok = f[j] == Axis{j, 1, 0} || isUnit(ki.domain[j]);
-      if (ok && node.keepdim) ok = f[k - 1].src < 0 || isUnit(ki.domain[k - 1]);
-      return !ok || visit(node.inputs[0], identityFrame(k));
+      return !readsOwnRow(node, g_.node(node.inputs[0]).shape, f, ki.domain) || visit(node.inputs[0], identityFrame(k));
     }
     if (node.op == Op::Reshape && !unitReshape(node, g_.node(node.inputs[0]))) return false;  // read from memory
     for (size_t i = 0; i < node.inputs.size(); ++i)

@@ -135,6 +135,7 @@ class RowEmitter {
   std::string loadElement(Ctx& c, const Access& a, DType dt, int slot, int lane);
   std::string rowLoad(const Access& a, DType dt);
   std::string globalLoad(const Access& a, DType dt);
+  std::string scalarLoad(MlirWriter& w, const std::string& p, DType dt);
   std::string rowPtr(const Access& a, DType dt);
   std::string leadIndex(int axis);  // i64 index of leading domain axis `axis` for this row
   std::string poly(const Poly& p);  // i64, in the entry block
@@ -366,12 +367,9 @@ void RowEmitter::collect(int id, const Frame& f) {
       break;
   }
   if (isReduction(n.op)) {
-    // The result must be read at its own row: kept axis j is domain axis j.
-    const Node& x = g_.node(n.inputs[0]);
-    bool ok = x.shape == dom_;
-    for (int j = 0; ok && j + 1 < k_; ++j) ok = f[j] == Axis{j, 1, 0} || isUnit(dom_[j]);
-    if (ok && n.keepdim) ok = f[k_ - 1].src < 0 || isUnit(dom_[k_ - 1]);
-    if (!ok)
+    // The result must be read at its own row (the planner sends other
+    // readers to a later kernel; this is a planner bug's last guard).
+    if (!readsOwnRow(n, g_.node(n.inputs[0]).shape, f, dom_))
       throw Error("kiln: compile: the " + std::string(opName(n.op)) + " result " + typeToString(n.dtype, n.shape) +
                   " is read at other rows than its own (through a view) inside its kernel; this cannot be fused yet");
     collect(n.inputs[0], identityFrame(k_));
@@ -656,12 +654,14 @@ std::string RowEmitter::rowPtr(const Access& a, DType dt) {
 std::string RowEmitter::rowLoad(const Access& a, DType dt) {
   std::string key = "rowload:" + a.key();
   if (auto it = rowMemo_.find(key); it != rowMemo_.end()) return it->second;
-  std::string p = rowPtr(a, dt);
-  std::string raw = row_->assign("llvm.load " + p + " {alignment = " + std::to_string(dtypeSize(dt)) +
-                                 " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> " + storageType(dt));
-  std::string v = loadConvert(*row_, raw, dt);
-  rowMemo_[key] = v;
-  return v;
+  return rowMemo_[key] = scalarLoad(*row_, rowPtr(a, dt), dt);
+}
+
+// One element of type `dt` at `p`, converted to its computing type.
+std::string RowEmitter::scalarLoad(MlirWriter& w, const std::string& p, DType dt) {
+  std::string raw = w.assign("llvm.load " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64" +
+                             loadFlags_ + "} : !llvm.ptr<1> -> " + storageType(dt));
+  return loadConvert(w, raw, dt);
 }
 
 // An input value the same for every row and column (a one-element weight,
@@ -674,9 +674,7 @@ std::string RowEmitter::globalLoad(const Access& a, DType dt) {
   if (!a.base.isZero())
     p = pre_->assign("llvm.getelementptr inbounds " + p + "[" + poly(a.base) + "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " +
                      storageType(dt));
-  std::string raw = pre_->assign("llvm.load " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64" +
-                                 loadFlags_ + "} : !llvm.ptr<1> -> " + storageType(dt));
-  return preMemo_[key] = loadConvert(*pre_, raw, dt);
+  return preMemo_[key] = scalarLoad(*pre_, p, dt);
 }
 
 bool RowEmitter::laneVectorAccess(const Access& a) const {

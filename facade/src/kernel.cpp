@@ -549,6 +549,11 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
   r.minBlocks = g.minBlocks;
   if (g.cluster < 1 || (g.maxBlocks > 0 && g.maxBlocks < g.cluster)) throw bad("a cluster size below 1 or above max blocks");
   r.cluster = g.cluster;
+  auto dimIndex = [&](const std::string& name) {
+    for (size_t i = 0; i < kernelDims.size(); ++i)
+      if (kernelDims[i] == name) return static_cast<int>(i);
+    return -1;
+  };
   const size_t lead = g.iterShape.size() - g.tile.size();
   for (size_t a = 0; a < g.iterShape.size(); ++a) {
     const int64_t t = a < lead ? 1 : g.tile[a - lead];
@@ -558,16 +563,12 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
       r.staticCount *= (d.size + t - 1) / t;
       continue;
     }
-    int index = -1;
-    for (size_t i = 0; i < kernelDims.size(); ++i)
-      if (kernelDims[i] == d.name) index = static_cast<int>(i);
+    const int index = dimIndex(d.name);
     if (index < 0) throw bad("it iterates over dim " + d.name + ", which the kernel does not take");
     r.dynamic.push_back({index, t});
   }
   for (const compiler::LaunchGeometry::DimBound& b : g.dimBounds) {
-    int index = -1;
-    for (size_t i = 0; i < kernelDims.size(); ++i)
-      if (kernelDims[i] == b.dim) index = static_cast<int>(i);
+    const int index = dimIndex(b.dim);
     if (index < 0) throw bad("it bounds dim " + b.dim + ", which the kernel does not take");
     r.bounds.push_back({index, b.max, b.dim, b.what});
   }
