@@ -123,10 +123,11 @@ void checkPlan(const Graph& g, const compiler::CompiledGraph& cg, const std::str
     CHECK(writtenBy.count(o));
   }
   // A kernel with a grid tail (a block counter among its workspace
-  // tensors) reads back, in its last block, what it wrote for the tail.
+  // tensors) or split rows (its blocks' states, "<kernel>_parts") reads
+  // back, in its last block, what it wrote there.
   std::set<size_t> tails;
   for (const auto& [name, i] : writtenBy)
-    if (name.rfind("kiln_count", 0) == 0) tails.insert(i);
+    if (name.rfind("kiln_count", 0) == 0 || name == cg.kernels[i].name + "_parts") tails.insert(i);
   for (const std::string& w : workspace) {
     INFO("workspace " << w);
     CHECK(writtenBy.count(w));
@@ -1156,7 +1157,8 @@ TEST_CASE("reductions over few long rows split into parts: a whole tensor in one
     unsplit(g, "[1024, 262144]");
   }
   {
-    // A dynamic row count, and a length no power of two divides.
+    // A dynamic row count, and a length no power of two divides (the row
+    // kernel splits that row across blocks itself: the next test).
     Graph g;
     g.output("y", sum(g.input("x", DType::F32, {"R", 262144}), {1}));
     unsplit(g, "[R, 262144]");
@@ -1174,6 +1176,104 @@ TEST_CASE("reductions over few long rows split into parts: a whole tensor in one
     const auto ks = kernelsOf(ce.graph);
     REQUIRE(ks.size() == 1);
     CHECK_THAT(ks[0].why, Contains("rows of [8192, 32768]") && Contains("grid tail"));
+  }
+}
+
+// Few long rows the planner cannot reshape into parts (a whole tensor of
+// dynamic or odd length) ran on one block per row. The row kernel now
+// splits each row across blocks (config split): one kernel, whose
+// workspace of its own (the blocks' states and the rows' counters) the
+// graph's workspace lists; the grid is one block per step of the row, at
+// most `split` per row.
+TEST_CASE("few long rows of dynamic or odd length split across blocks: one kernel, its own workspace",
+          "[compile][reduction]") {
+  compiler::CompileOptions o;
+  struct C {
+    std::string name;
+    std::function<Tensor(const Tensor&, int64_t)> op;  // over the given axis
+  };
+  const std::vector<C> ops = {
+      {"sum", [](const Tensor& x, int64_t a) { return sum(x, a); }},
+      {"mean", [](const Tensor& x, int64_t a) { return mean(x, a); }},
+      {"max", [](const Tensor& x, int64_t a) { return max(x, a); }},
+      {"prod", [](const Tensor& x, int64_t a) { return prod(x, a); }},
+      {"argmin", [](const Tensor& x, int64_t a) { return argmin(x, a); }},
+      {"var", [](const Tensor& x, int64_t a) { return var(x, a); }},
+      {"std", [](const Tensor& x, int64_t a) { return kiln::std(x, a, 0); }},
+      {"logsumexp", [](const Tensor& x, int64_t a) {
+         Tensor xf = cast(x, DType::F32);
+         Tensor m = max(xf, a, true);
+         return log(sum(exp(xf - m), a, true)) + m;
+       }}};
+  struct S {
+    Shape shape;
+    int64_t rows;
+    int split;  // the heuristic's blocks per row at 132 SMs
+  };
+  const std::vector<S> shapes = {{{Dim("N")}, 1, 512}, {{Dim(1000003)}, 1, 128}, {{Dim(3), Dim("N")}, 3, 128},
+                                 {{Dim(5), Dim(1000003)}, 5, 64}};
+  for (DType t : {DType::F32, DType::BF16})
+    for (const S& s : shapes)
+      for (const C& c : ops) {
+        INFO(c.name << " of " << typeToString(t, s.shape));
+        Graph g;
+        g.output("y", c.op(g.input("x", t, s.shape), static_cast<int64_t>(s.shape.size()) - 1));
+        const compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+        REQUIRE(cg.kernels.size() == 1);
+        const compiler::CompiledKernel& k = cg.kernels[0];
+        INFO(k.config << "\n" << k.why);
+        checkKernelArtifacts(k);
+        CHECK_THAT(k.config, Contains("\"split\": " + std::to_string(s.split)));
+        CHECK_THAT(k.why, Contains("each row split across blocks"));
+        REQUIRE(cg.workspace.size() == 1);
+        const compiler::KernelTensor& ws = cg.workspace[0];
+        CHECK(ws.name == k.name + "_parts");
+        CHECK(ws.dtype == DType::I64);
+        REQUIRE(ws.shape.size() == 1);
+        // A counter per row, then each block's state: 1 to 3 components.
+        CHECK(ws.shape[0].size >= s.rows * (1 + s.split));
+        CHECK(ws.shape[0].size <= s.rows * (1 + 3 * s.split));
+        CHECK(std::any_of(k.tensors.begin(), k.tensors.end(),
+                          [&](const compiler::KernelTensor& x) { return x.name == ws.name && x.workspace && x.output; }));
+        // One block per step of the row, at most split per row, at least one.
+        CHECK(k.launch.maxBlocks == s.rows * s.split);
+        CHECK(k.launch.minBlocks == s.rows);
+        CHECK(k.launch.tile.size() == 1);
+        CHECK(k.launch.iterShape.back() == s.shape.back());
+      }
+  // Not split: rows that fill the GPU, results broadcast back over the row,
+  // a grid tail (cross_entropy's mean), and a dynamic row count.
+  auto notSplit = [&](const Graph& g) {
+    const compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    for (const compiler::CompiledKernel& k : cg.kernels) CHECK_THAT(k.config, !Contains("split"));
+  };
+  {
+    Graph g;
+    g.output("y", sum(g.input("x", DType::F32, {1024, "N"}), 1));
+    notSplit(g);
+  }
+  {
+    Graph g;
+    g.output("y", softmax(g.input("x", DType::F32, {3, "N"})));
+    notSplit(g);
+  }
+  {
+    Graph g;
+    g.output("y", sum(g.input("x", DType::F32, {"R", "N"}), 1));
+    notSplit(g);
+  }
+  notSplit(test::crossEntropyMean(DType::BF16, DType::I64, {4, "C"}).graph);
+  // A config asking for a split where it cannot apply (a held row, row-shaped
+  // outputs) compiles without it.
+  {
+    Graph g;
+    g.output("y", softmax(g.input("x", DType::F32, {3, "N"})));
+    compiler::CompileOptions so;
+    so.rowConfigOverride = R"({"split": 64})";
+    for (const compiler::CompiledKernel& k : compiler::compileGraph(g, so).kernels) {
+      CHECK_THAT(k.config, !Contains("split"));
+      checkKernelArtifacts(k);
+    }
   }
 }
 

@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
+#include <set>
 
 #include "gpu_support.h"
 #include "reduction_graphs.h"
@@ -996,8 +999,8 @@ TEST_CASE("values of inputs the same for every row and column match the referenc
   for (size_t i = 0; i < graphs.size(); ++i) {
     INFO(graphs[i].toText());
     test::RunOptions o;
-    if (i == 0) o.dims["N"] = 1000;  // the [1, 1] graph has no dims
-    o.ranges = {{"w", {0.1, 2.0}}};   // sqrt(w) of positive values
+    if (i == 0) o.dims["N"] = 1000;               // the [1, 1] graphs have no dims
+    if (i == 1) o.ranges = {{"w", {0.1, 2.0}}};   // sqrt(w) of positive values
     runAndCheck(graphs[i], o);
   }
 }
@@ -1010,4 +1013,106 @@ TEST_CASE("a row statistic read along columns (x - sum(x, 1) of a square x) matc
       INFO(c.label);
       runAndCheck(c.graph, {.ranges = c.ranges, .tolScale = c.tolScale, .relFloor = c.relFloor});
     }
+}
+
+// A whole tensor (or a few rows) of dynamic or odd length: the row kernel
+// splits each row across blocks (config split), the row's last block to
+// finish merging their states. Lengths from one value (one block) to
+// millions (the most blocks), launch after launch of one kernel (a length
+// change changes the blocks per row; each row's counter is reset by its
+// last block), ties for the arg ops across the parts (the first index).
+TEST_CASE("rows split across blocks (a whole tensor of dynamic or odd length) match the reference, launch after launch",
+          "[gpu][reduction]") {
+  test::requireGpu();
+  struct C {
+    std::string name;
+    std::function<Tensor(const Tensor&, int64_t)> op;
+  };
+  const std::vector<C> ops = {
+      {"sum", [](const Tensor& x, int64_t a) { return sum(x, a); }},
+      {"mean", [](const Tensor& x, int64_t a) { return mean(x, a); }},
+      {"max", [](const Tensor& x, int64_t a) { return max(x, a); }},
+      {"min", [](const Tensor& x, int64_t a) { return min(x, a); }},
+      {"prod", [](const Tensor& x, int64_t a) { return prod(x, a); }},
+      {"argmax", [](const Tensor& x, int64_t a) { return argmax(x, a); }},
+      {"argmin", [](const Tensor& x, int64_t a) { return argmin(x, a, true); }},
+      {"var", [](const Tensor& x, int64_t a) { return var(x, a); }},
+      {"std", [](const Tensor& x, int64_t a) { return kiln::std(x, a, 0); }},
+      {"logsumexp", [](const Tensor& x, int64_t a) {
+         Tensor xf = cast(x, DType::F32);
+         Tensor m = max(xf, a, true);
+         return log(sum(exp(xf - m), a, true)) + m;
+       }}};
+  const C& c = ops.at(GENERATE(range(size_t{0}, size_t{10})));
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  struct S {
+    Shape shape;
+    std::vector<int64_t> lengths;  // of N, launch after launch (none: static)
+  };
+  const std::vector<S> shapes = {{{Dim("N")}, {1, 17, 4097, 1000003, 3000017, 17, 262144}},
+                                 {{Dim(3), Dim("N")}, {1, 100003, 5}},
+                                 {{Dim(1000003)}, {}},
+                                 {{Dim(5), Dim(200003)}, {}}};
+  for (const S& s : shapes) {
+    Graph g;
+    g.output("y", c.op(g.input("x", t, s.shape), static_cast<int64_t>(s.shape.size()) - 1));
+    std::vector<int64_t> lengths = s.lengths;
+    if (lengths.empty()) lengths = {0};
+    for (int64_t n : lengths) {
+      INFO(c.name << " of " << typeToString(t, s.shape) << (s.lengths.empty() ? "" : " with N = " + std::to_string(n)));
+      test::RunOptions o;
+      if (!s.lengths.empty()) o.dims["N"] = n;
+      if (c.name == "prod") signsOnly(o);
+      // Sums of millions of values in another order: relative to their
+      // magnitude, with the inputs' mean kept away from 0.
+      if (c.name == "sum" || c.name == "mean") {
+        o.ranges = {{"x", {0.5, 1.5}}};
+        o.tolScale = 4;
+      }
+      if (c.name == "var" || c.name == "std") o.tolScale = 4;
+      if (c.name == "argmax" || c.name == "argmin") {
+        o.ranges = {{"x", {-2.49, 2.49}}};
+        o.prepare = [](EvalInputs& in) {
+          HostTensor& x = in.tensors.at("x");
+          for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::round(x.get(i)));
+        };
+      }
+      Kernel k = runAndCheck(g, o);
+      INFO(k.explain());
+      CHECK(k.compiled().kernels.size() == 1);
+      CHECK_THAT(k.compiled().kernels[0].config, Catch::Matchers::Contains("split"));
+    }
+  }
+}
+
+// The parts' states merge in a fixed order, whichever block finishes last:
+// a sum of five million f32 values has the same bits launch after launch.
+TEST_CASE("a row split across blocks reduces deterministically", "[gpu][reduction]") {
+  test::requireGpu();
+  Graph g;
+  g.output("y", sum(g.input("x", DType::F32, {"N"}), 0));
+  Kernel k = compile(g);
+  REQUIRE_THAT(k.compiled().kernels.at(0).config, Catch::Matchers::Contains("split"));
+  const int64_t n = 5000011;
+  HostTensor x(DType::F32, {n});
+  std::mt19937_64 rng(test::freshSeed());
+  x.fillRandom(rng, -1, 1);
+  rt::DeviceBuffer bx(x.bytes()), by(4);
+  bx.upload(x.data(), x.bytes());
+  std::set<uint32_t> bits;
+  for (int run = 0; run < 20; ++run) {
+    by.poison();
+    const TensorView views[] = {TensorView(bx.data(), DType::F32, {n}), TensorView(by.data(), DType::F32, {})};
+    const int64_t dims[] = {n};
+    k.launch(std::span<const TensorView>(views), std::span<const int64_t>(dims));
+    uint32_t y = 0;
+    by.download(&y, sizeof y);
+    bits.insert(y);
+  }
+  CHECK(bits.size() == 1);
+  double want = 0;
+  for (int64_t i = 0; i < n; ++i) want += x.get(i);
+  float got;
+  std::memcpy(&got, &*bits.begin(), sizeof got);
+  CHECK(std::abs(got - want) <= 1e-3 * std::max(1.0, std::abs(want)) + 0.1);
 }

@@ -281,7 +281,9 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     auto tk = Clock::now();
     // Emits one kernel, then lowers it: MLIR text → PTX → cubin.
     auto build = [&](const std::string& name, std::string mlir, CompiledKernel k, const std::string& features = "") {
-      for (KernelTensor& t : k.tensors) t.workspace = kp.workspaceNames.count(t.name) > 0;
+      // Workspace: the plan's intermediates, and tensors the schedule keeps
+      // for itself (a split row's block states; listed below).
+      for (KernelTensor& t : k.tensors) t.workspace = t.workspace || kp.workspaceNames.count(t.name) > 0;
       k.why = kp.why;
       k.stages.push_back({"plan", planMs / numKernels});
       k.stages.push_back({"emit", msSince(tk)});
@@ -371,6 +373,14 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       }
     }
     k.compileMs = msSince(tk) + planMs / numKernels;
+    // The workspace a schedule keeps for itself, listed for the launcher.
+    for (const KernelTensor& t : k.tensors)
+      if (t.workspace && !kp.workspaceNames.count(t.name)) {
+        out.workspace.push_back(t);
+        out.workspace.back().output = false;
+        k.why += "; each row split across blocks, whose states the row's last block to finish merges (workspace " +
+                 t.name + ")";
+      }
     out.kernels.push_back(std::move(k));
   }
   return out;

@@ -26,7 +26,8 @@ std::string RowConfig::json() const {
          (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": " + std::to_string(prefetch) : std::string()) + (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) +
          (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) +
          (resident ? "" : ", \"resident\": 0") + (lanes > 1 ? ", \"lanes\": " + std::to_string(lanes) : std::string()) +
-         (maxBlocks > 0 ? ", \"max_blocks\": " + std::to_string(maxBlocks) : std::string()) + "}";
+         (maxBlocks > 0 ? ", \"max_blocks\": " + std::to_string(maxBlocks) : std::string()) +
+         (split > 1 ? ", \"split\": " + std::to_string(split) : std::string()) + "}";
 }
 
 namespace {
@@ -99,7 +100,9 @@ class RowEmitter {
   // A staged row is read from shared memory, so the second pass is cheap there too;
   // a looped row with L2 hints (evict) reads it again from the cache (as
   // Inductor's looped layernorm does), instead of Welford's division per vector.
-  bool twoPassVariance() const { return (cfg_.persistent || cfg_.stage || cfg_.evict) && cfg_.cluster == 1; }
+  bool twoPassVariance() const {
+    return (cfg_.persistent || cfg_.stage || cfg_.evict) && cfg_.cluster == 1 && cfg_.split == 1;
+  }
   void buildAccumulators();
 
   // ---- emission
@@ -169,6 +172,14 @@ class RowEmitter {
   std::string nAsF32(MlirWriter& w);
   void mergeAcrossCluster(MlirWriter& w, const std::vector<const Acc*>& accs,
                           std::vector<std::vector<std::string>>& states);
+  void mergeAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& accs,
+                       std::vector<std::vector<std::string>>& states);
+  // split > 1: this block's part of the row (its length, i32; its first
+  // column is colBase_), the components of the states a block writes (8-byte
+  // entries each), and whether this block finished its row last (i1: it
+  // merged every block's states and stores the row's results).
+  std::string splitLen_, splitLast_, splitParts_;  // ... and S', the row's blocks at this launch (i64)
+  int splitEntries_ = 0;
 
   // level passes
   void levelPersistent(int level, int chunks, const std::vector<std::string>& valid);
@@ -224,8 +235,8 @@ class RowEmitter {
   std::vector<std::string> outPtr_;
   std::map<int, std::string> rowValue_;  // reduction node → its value for this row
   std::string r_, t_, lane32_, warp_, smem_, tV_;  // row (i64), thread in row, lane, warp in row (i32)
-  std::string rank_;  // cluster > 1: the block's rank in the row (i32)
-  // cluster > 1: the block's first column (i32, and i64): row pointers
+  std::string rank_;  // cluster > 1 or split > 1: the block's rank in the row (i32)
+  // cluster > 1 or split > 1: the block's first column (i32, and i64): row pointers
   // start there, so slots' columns stay block-local; iota and arg ops add it
   // back (rowColumn).
   std::string colBase_, colBase64_;
@@ -496,7 +507,7 @@ void RowEmitter::buildAccumulators() {
     // row is static and the threads' vectors (and the cluster's blocks)
     // divide it, so each step's columns are inside the row for all threads
     // or for none.
-    if (a.kind == AccKind::Welford && !asTail_ && dom_[k_ - 1].isStatic() &&
+    if (a.kind == AccKind::Welford && !asTail_ && cfg_.split == 1 && dom_[k_ - 1].isStatic() &&
         dom_[k_ - 1].size % (static_cast<int64_t>(cfg_.threadsPerRow) * cfg_.vector * cfg_.cluster) == 0)
       a.equalCounts = true;
     if (auto it = lsePartner.find(id); it != lsePartner.end()) {
@@ -1103,6 +1114,115 @@ void RowEmitter::mergeAcrossCluster(MlirWriter& w, const std::vector<const Acc*>
     throw Error("kiln: internal: a row cluster exchanges more than " + std::to_string(kExchangeEntries) + " values");
 }
 
+// A row split across blocks (config split S): every thread holds its
+// block's states of accumulators `accs` (the row's only level). Thread 0
+// writes them to the row's entries [rank] of the kernel's workspace (8
+// bytes per component; the row's counter first), then counts the block
+// finished as a grid tail does (a block barrier, a gpu-scope fence, an
+// acq_rel atomic); the row's last block resets the counter for the next
+// launch and merges all S' states: thread t folds entries t, t + T, ... in
+// order, then the block tree merges the threads' (a fixed order: the
+// result does not depend on which block finishes last). The other blocks
+// keep their own states and store nothing (splitLast_).
+void RowEmitter::mergeAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& accs,
+                                 std::vector<std::vector<std::string>>& states) {
+  if (cfg_.split <= 1 || accs.empty()) return;
+  if (!splitLast_.empty()) throw Error("kiln: internal: a split row merges its blocks' states twice");
+  const int S = cfg_.split, T = cfg_.threadsPerRow;
+  int E = 0;
+  for (const Acc* a : accs) E += static_cast<int>(a->types.size());
+  splitEntries_ = E;
+  const std::string fence = "llvm.inline_asm has_side_effects \"fence.acq_rel.gpu;\", \"~{memory}\"  : () -> ()";
+  const std::string scratch = outPtr_.at(g_.outputs().size());
+  std::string rowBase = w.assign("arith.muli " + r_ + ", " + w.integer(1 + static_cast<int64_t>(S) * E, "i64") + " : i64");
+  std::string counter = w.assign("llvm.getelementptr inbounds " + scratch + "[" + rowBase +
+                                 "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i64");
+  // Component c of rank `rank`'s state (rank: i32).
+  auto entry = [&](const std::string& rank, int c) {
+    std::string i = w.assign("arith.addi " + w.assign("arith.muli " + w.assign("arith.extui " + rank + " : i32 to i64") + ", " +
+                                                      w.integer(E, "i64") + " : i64") +
+                             ", " + w.integer(1 + c, "i64") + " : i64");
+    return w.assign("llvm.getelementptr inbounds " + counter + "[" + i + "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i64");
+  };
+  auto align = [](const std::string& ty) { return std::string(ty == "i64" || ty == "f64" ? "8" : "4"); };
+  std::string first = w.assign("arith.cmpi eq, " + tidRaw_ + ", " + w.integer(0, "i32") + " : i32");
+  w.line("scf.if " + first + " {");
+  w.indent();
+  int c = 0;
+  for (size_t k = 0; k < accs.size(); ++k)
+    for (size_t i = 0; i < accs[k]->types.size(); ++i, ++c)
+      w.line("llvm.store " + states[k][i] + ", " + entry(rank_, c) + " {alignment = " + align(accs[k]->types[i]) +
+             " : i64} : " + accs[k]->types[i] + ", !llvm.ptr<1>");
+  w.dedent();
+  w.line("}");
+  // The flag travels through shared memory at offset 0: the barrier first
+  // (the block tree's warps have read their slots).
+  w.line("gpu.barrier");
+  std::string flag = w.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
+  w.line("scf.if " + first + " {");
+  w.indent();
+  w.line(fence);
+  std::string old = w.assign("llvm.atomicrmw add " + counter + ", " + w.integer(1, "i64") + " acq_rel : !llvm.ptr<1>, i64");
+  std::string last = w.assign("arith.cmpi eq, " + old + ", " +
+                              w.assign("arith.subi " + splitParts_ + ", " + w.integer(1, "i64") + " : i64") + " : i64");
+  w.line("llvm.store " + w.assign("arith.extui " + last + " : i1 to i32") + ", " + flag + " : i32, !llvm.ptr<3>");
+  w.line("scf.if " + last + " {");
+  w.indent();
+  w.line("llvm.store " + w.integer(0, "i64") + ", " + counter + " : i64, !llvm.ptr<1>");
+  w.dedent();
+  w.line("}");
+  w.dedent();
+  w.line("}");
+  w.line("gpu.barrier");
+  std::string seen = w.assign("llvm.load " + flag + " : !llvm.ptr<3> -> i32");
+  w.line("gpu.barrier");  // every thread has read the flag before the trees reuse the memory
+  splitLast_ = w.assign("arith.cmpi ne, " + seen + ", " + w.integer(0, "i32") + " : i32");
+  std::string types, own;
+  for (size_t k = 0; k < accs.size(); ++k)
+    for (size_t i = 0; i < accs[k]->types.size(); ++i) {
+      types += (types.empty() ? "" : ", ") + accs[k]->types[i];
+      own += (own.empty() ? "" : ", ") + states[k][i];
+    }
+  std::string res = w.fresh();
+  w.line(res + ":" + std::to_string(E) + " = scf.if " + splitLast_ + " -> (" + types + ") {");
+  w.indent();
+  w.line(fence);
+  std::vector<std::vector<std::string>> merged;
+  for (const Acc* a : accs) merged.push_back(identity(w, *a));
+  std::string parts32 = w.assign("arith.trunci " + splitParts_ + " : i64 to i32");
+  for (int j = 0; j * T < S; ++j) {
+    std::string rank = j ? w.assign("arith.addi " + t_ + ", " + w.integer(static_cast<int64_t>(j) * T, "i32") + " : i32") : t_;
+    std::string valid = w.assign("arith.cmpi ult, " + rank + ", " + parts32 + " : i32");
+    rank = w.assign("arith.select " + valid + ", " + rank + ", " + w.integer(0, "i32") + " : i32");
+    c = 0;
+    for (size_t k = 0; k < accs.size(); ++k) {
+      std::vector<std::string> theirs;
+      for (size_t i = 0; i < accs[k]->types.size(); ++i, ++c)
+        theirs.push_back(w.assign("llvm.load " + entry(rank, c) + " {alignment = " + align(accs[k]->types[i]) +
+                                  " : i64} : !llvm.ptr<1> -> " + accs[k]->types[i]));
+      std::vector<std::string> next = merge(w, *accs[k], merged[k], theirs);
+      for (size_t i = 0; i < next.size(); ++i)
+          next[i] = w.assign("arith.select " + valid + ", " + next[i] + ", " + merged[k][i] + " : " + accs[k]->types[i]);
+      merged[k] = next;
+    }
+  }
+  std::string yield;
+  for (size_t k = 0; k < accs.size(); ++k) {
+    merged[k] = crossThreadAcc(w, *accs[k], merged[k]);
+    for (const std::string& v : merged[k]) yield += (yield.empty() ? "" : ", ") + v;
+  }
+  w.line("scf.yield " + yield + " : " + types);
+  w.dedent();
+  w.line("} else {");
+  w.indent();
+  w.line("scf.yield " + own + " : " + types);
+  w.dedent();
+  w.line("}");
+  c = 0;
+  for (size_t k = 0; k < accs.size(); ++k)
+    for (size_t i = 0; i < accs[k]->types.size(); ++i) states[k][i] = res + "#" + std::to_string(c++);
+}
+
 // The bytes a block receives per row when the held cluster row's single
 // exchange goes by st.async (every accumulator at one level, components of
 // 4 or 8 bytes, C pushes); 0 where the cluster barrier stays.
@@ -1133,11 +1253,14 @@ std::vector<std::vector<std::string>> RowEmitter::loopOver(
   // In a cluster, the block's part of the row (columns are block-local).
   Dim nd = dom_[k_ - 1];
   if (cfg_.cluster > 1) nd = Dim(nd.size / cfg_.cluster);
-  std::string n32 = nd.isStatic() ? w.integer(nd.size, "i32")
-                                  : w.assign("arith.trunci " + dimArg_.at(nd.name) + " : i64 to i32");
+  // A block's part of a split row has a length of its own.
+  const bool fixed = nd.isStatic() && splitLen_.empty();
+  std::string n32 = !splitLen_.empty() ? splitLen_
+                    : nd.isStatic()    ? w.integer(nd.size, "i32")
+                                       : w.assign("arith.trunci " + dimArg_.at(nd.name) + " : i64 to i32");
   const int64_t step = static_cast<int64_t>(T) * V * U;
   std::string mainEnd;
-  if (nd.isStatic()) mainEnd = w.integer(nd.size / step * step, "i32");
+  if (fixed) mainEnd = w.integer(nd.size / step * step, "i32");
   else mainEnd = w.assign("arith.muli " + w.assign("arith.divui " + n32 + ", " + w.integer(step, "i32") + " : i32") +
                           ", " + w.integer(step, "i32") + " : i32");
   std::vector<std::string> flatTypes;
@@ -1201,8 +1324,8 @@ std::vector<std::vector<std::string>> RowEmitter::loopOver(
   };
   flatTypes = loopTypes;  // the flattened states' types
   std::vector<std::string> cur = flatInit;
-  const bool hasMain = !(nd.isStatic() && nd.size < step);
-  const bool hasTail = !(nd.isStatic() && nd.size % step == 0);
+  const bool hasMain = !(fixed && nd.size < step);
+  const bool hasTail = !(fixed && nd.size % step == 0);
   if (hasMain) {
     std::string lb = w.assign("arith.muli " + t_ + ", " + w.integer(V, "i32") + " : i32");
     cur = runLoop(cur, lb, mainEnd, step, U);
@@ -1280,6 +1403,7 @@ void RowEmitter::levelLooped(int level) {
     std::vector<std::vector<std::string>> lane(states.begin() + rl * H, states.begin() + (rl + 1) * H);
     for (size_t i = 0; i < H; ++i) lane[i] = crossThreadAcc(w, *here[i], lane[i]);
     mergeAcrossCluster(w, here, lane);  // the blocks' parts of the row
+    mergeAcrossGrid(w, here, lane);
     swapLane(rl);  // each lane's results are its own row's
     for (size_t i = 0; i < H; ++i) finalize(w, *here[i], lane[i]);
     swapLane(rl);
@@ -1620,6 +1744,9 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   exchange_.clear();
   exchangeEntries_ = 0;
   exchangesThisRow_ = 0;
+  splitLen_.clear();
+  splitLast_.clear();
+  splitParts_.clear();
   asyncBytes_ = asyncExchangeBytes();
   mbar0_.clear();
   rowCounter_.clear();
@@ -1665,8 +1792,12 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       if (std::find(tailFn_.inputs.begin(), tailFn_.inputs.end(), g_.outputs()[o].name) != tailFn_.inputs.end())
         po.readBack.insert(o);
   }
+  // A split row: after the outputs, the kernel's own workspace (the blocks'
+  // states and the rows' counters), read back.
+  const bool split = cfg_.split > 1;
+  if (split) po.readBack.insert(numOut);
   KernelParams params =
-      kernelParams(g_, inputs_, numOut + (tail_ ? 1 + tailFn_.outputs.size() : 0), dims_, scalars_, po);
+      kernelParams(g_, inputs_, numOut + (tail_ ? 1 + tailFn_.outputs.size() : 0) + (split ? 1 : 0), dims_, scalars_, po);
   argOf_ = params.argOf;
   dimArg_ = params.dimArg;
   outPtr_ = params.outputs;
@@ -1746,6 +1877,34 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     pre.line("nvvm.cluster.wait {aligned}");
     colBase_ = pre.assign("arith.muli " + rank_ + ", " + pre.integer(dom_[k_ - 1].size / cfg_.cluster, "i32") + " : i32");
     colBase64_ = pre.assign("arith.extui " + colBase_ + " : i32 to i64");
+  } else if (split) {
+    // The launch gives each row the same number of blocks, S' (at most
+    // config split, fewer for a short row: one per step of the row, see
+    // run()): block b reduces part b % S' of row b / S', P columns from
+    // rank * P (P: whole steps, about N / S'; the last parts shorter or
+    // empty).
+    t_ = tid;
+    int64_t rowCount = 1;
+    for (int j = 0; j + 1 < k_; ++j) rowCount *= dom_[j].size;
+    std::string grid = pre.assign("arith.index_cast " + pre.assign("gpu.grid_dim x") + " : index to i64");
+    splitParts_ = pre.assign("arith.divui " + grid + ", " + pre.integer(rowCount, "i64") + " : i64");
+    r_ = pre.assign("arith.divui " + bid + ", " + splitParts_ + " : i64");
+    std::string rank64 = pre.assign("arith.subi " + bid + ", " + pre.assign("arith.muli " + r_ + ", " + splitParts_ + " : i64") + " : i64");
+    rank_ = pre.assign("arith.trunci " + rank64 + " : i64 to i32");
+    const Dim& n = dom_[k_ - 1];
+    const int64_t step = static_cast<int64_t>(cfg_.threadsPerRow) * vector * cfg_.unroll;
+    std::string n64 = n.isStatic() ? pre.integer(n.size, "i64") : dimArg_.at(n.name);
+    auto ceilDiv = [&](const std::string& v, const std::string& d) {
+      return pre.assign("arith.divui " + pre.assign("arith.addi " + v + ", " + pre.assign("arith.subi " + d + ", " + pre.integer(1, "i64") + " : i64") + " : i64") +
+                        ", " + d + " : i64");
+    };
+    std::string stepV = pre.integer(step, "i64");
+    std::string part = pre.assign("arith.muli " + ceilDiv(ceilDiv(n64, splitParts_), stepV) + ", " + stepV + " : i64");
+    std::string start = pre.assign("arith.minui " + pre.assign("arith.muli " + rank64 + ", " + part + " : i64") + ", " + n64 + " : i64");
+    std::string len = pre.assign("arith.minui " + pre.assign("arith.subi " + n64 + ", " + start + " : i64") + ", " + part + " : i64");
+    colBase64_ = start;
+    colBase_ = pre.assign("arith.trunci " + start + " : i64 to i32");
+    splitLen_ = pre.assign("arith.trunci " + len + " : i64 to i32");
   } else if (loopRows) {
     t_ = tid;
     r_ = row.fresh();
@@ -1939,6 +2098,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     if (cfg_.cluster > 1)
       first = row.assign("arith.andi " + first + ", " +
                          row.assign("arith.cmpi eq, " + rank_ + ", " + row.integer(0, "i32") + " : i32") + " : i1");
+    if (!splitLast_.empty()) first = row.assign("arith.andi " + first + ", " + splitLast_ + " : i1");
     row.line("scf.if " + first + " {");
     row.indent();
     for (size_t i = 0; i < rowOutputs_.size(); ++i) {
@@ -2103,6 +2263,14 @@ void RowEmitter::prepare() {
   buildAccumulators();
   // Lanes: one pass (one level), one value per row, no gathers.
   if (cfg_.lanes > 1 && (maxLevel_ > 0 || !fullOutputs_.empty() || !gathers_.empty())) cfg_.lanes = 1;
+  // A split row: one pass (every accumulator at one level: a max paired with
+  // its sum of exps counts once), one value per row, no gathers (each block
+  // would pick the row's gathered value), at least one accumulator.
+  if (cfg_.split > 1) {
+    const bool onePass = !accs_.empty() && std::all_of(accs_.begin(), accs_.end(),
+                                                       [&](const Acc& a) { return a.level == accs_[0].level; });
+    if (!onePass || !fullOutputs_.empty() || !gathers_.empty()) cfg_.split = 1;
+  }
 
   elementOptions_.approxTranscendentals = true;
   elementOptions_.reciprocalDivision = true;
@@ -2205,6 +2373,20 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
                          .output = true,
                          .alignment = full && hasVector ? std::min(16, V * dtypeSize(n.dtype)) : 0});
   }
+  if (cfg_.split > 1) {
+    // The blocks' states and the rows' counters, 8 bytes each: per row a
+    // counter, then S states of splitEntries_ components. A workspace
+    // tensor of this kernel's own, zero when allocated; each row's last
+    // block puts its counter back to zero.
+    int64_t rowsCount = 1;
+    for (const Dim& dim : rows) rowsCount *= dim.size;
+    k.tensors.push_back({.name = name + "_parts",
+                         .dtype = DType::I64,
+                         .shape = {Dim(rowsCount * (1 + static_cast<int64_t>(cfg_.split) * splitEntries_))},
+                         .output = true,
+                         .workspace = true,
+                         .alignment = 0});
+  }
   if (tail_) {
     // After the outputs, as in the entries' parameters: the block counter,
     // then the tail's outputs.
@@ -2224,6 +2406,20 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   k.launch.maxBlocks = 0;
   k.launch.cluster = cfg_.cluster;
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
+  if (cfg_.split > 1) {
+    // Each row gets one block per step of its values, at most S (the
+    // config's split): S' blocks per row (the kernel divides the grid by the
+    // rows), at least one (an empty row's result is the identity's). The
+    // last block's flag in shared memory.
+    const int64_t step = static_cast<int64_t>(cfg_.threadsPerRow) * std::max(1, cfg_.vector) * cfg_.unroll;
+    int64_t rowCount = 1;
+    for (const Dim& dim : rows) rowCount *= dim.size;
+    k.launch.iterShape.push_back(dom_[k_ - 1]);
+    k.launch.tile = {step};
+    k.launch.maxBlocks = rowCount * cfg_.split;
+    k.launch.minBlocks = rowCount;
+    k.launch.sharedBytes = std::max(k.launch.sharedBytes, 16);
+  }
   if (tail_) {
     // The flag, then the tail's trees (from offset 0 too, after the flag is read).
     k.launch.sharedBytes = std::max({k.launch.sharedBytes, 16, tailFn_.slots * (cfg_.threads / 32) * 8});
@@ -2344,6 +2540,31 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   for (const GraphOutput& o : g.outputs()) minSize = std::min(minSize, dtypeSize(g.node(o.node).dtype));
   c.vector = std::max(1, std::min(8, 16 / minSize));
   const Dim& nd = d.back();
+  if (nd.isStatic())
+    while (c.vector > 1 && nd.size % c.vector != 0) c.vector /= 2;
+  // Few long rows reduced to one value each, which the planner could not
+  // cut into parts (splitLongReductions reshapes a static length that a
+  // power of two divides; a whole tensor of dynamic or odd length stays one
+  // row): each row split across S blocks (config split), S the most with
+  // rows x S at most four blocks of 512 threads per SM, parts of at least
+  // 4096 values where the length is static. One block per row read such a
+  // row at one SM's pace.
+  int64_t fewRows = 1;
+  for (size_t a = 0; a + 1 < d.size() && fewRows > 0; ++a) fewRows = d[a].isStatic() ? fewRows * d[a].size : 0;
+  if (!gridTail && fewRows >= 1 && fewRows * 2 <= options.smCount && streamsOnce(g, d) && !stridedRows(g)) {
+    int64_t S = 1;
+    while (fewRows * S * 2 <= 4 * static_cast<int64_t>(options.smCount) && S * 2 <= 1024 &&
+           (nd.isDynamic() || nd.size / (S * 2) >= 4096))
+      S *= 2;
+    if (S > 1) {
+      if (nd.isDynamic()) c.vector = 1;  // (rows of unknown alignment)
+      c.persistent = false;
+      c.threadsPerRow = c.threads = 512;
+      c.unroll = c.vector == 1 ? 8 : 4;  // scalar loads: more of them in flight
+      c.split = static_cast<int>(S);
+      return c;
+    }
+  }
   if (nd.isDynamic()) {
     c.vector = 1;
     c.persistent = false;
@@ -2351,7 +2572,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     return c;
   }
   const int64_t N = nd.size;
-  while (c.vector > 1 && N % c.vector != 0) c.vector /= 2;
   // Looped form: 4 vectors (64 B) per thread per step in flight.
   c.unroll = 4;
   // The row-shaped inputs: their bytes per column, their count, and whether
@@ -2700,6 +2920,18 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   };
   add(h);
   const Dim nd = domainOf(g).back();
+  if (h.split > 1)
+    // A split row: as many blocks per row and a quarter to twice as many,
+    // at 256 and 512 threads, 4 or 8 vectors per step.
+    for (int S = std::max(2, h.split / 4); S <= std::min(1024, 2 * h.split); S *= 2)
+      for (int t : {256, 512})
+        for (int u : {4, 8}) {
+          RowConfig c = h;
+          c.split = S;
+          c.threadsPerRow = c.threads = t;
+          c.unroll = u;
+          add(c);
+        }
   auto looped = [&](int v, const std::vector<int>& ts, const std::vector<int>& us) {
     RowConfig c;
     c.vector = v;
@@ -2834,7 +3066,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..16; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
                         "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1; "
-                        "lanes: 1, 2, 4, 8, 16; max_blocks: >= 0 (row loops)",
+                        "lanes: 1, 2, 4, 8, 16; max_blocks: >= 0 (row loops); split: power of two <= 1024",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -2850,6 +3082,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "resident" && (v == 0 || v == 1)) c.resident = v == 1;
                           else if (key == "lanes" && isPow2(v) && v <= 16) c.lanes = static_cast<int>(v);
                           else if (key == "max_blocks" && v >= 0) c.maxBlocks = v;
+                          else if (key == "split" && isPow2(v) && v <= 1024) c.split = static_cast<int>(v);
                           else return false;
                           return true;
                         });
@@ -2939,6 +3172,18 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                      d[d.size() - 2].size % c.lanes == 0;
     if (!fit) c.lanes = 1;
     else c.evict = 0;  // the hints are for 16-byte loads along a row
+  }
+  // A split row (see RowConfig::split): the looped form, one block per row
+  // part of at least 64 threads (the flag and the trees in shared memory),
+  // a static row count (the workspace's size), nothing else that shapes
+  // the grid; one pass, so no L2 hints.
+  if (c.split > 1) {
+    bool staticRows = true;
+    for (size_t a = 0; a + 1 < d.size(); ++a) staticRows = staticRows && d[a].isStatic();
+    const bool fit = !c.persistent && c.cluster == 1 && !c.stage && !c.prefetch && !c.plainRowLoop &&
+                     c.threadsPerRow >= 64 && c.lanes == 1 && !tail && staticRows;
+    if (!fit) c.split = 1;
+    else c.evict = 0;
   }
   if (tail) {
     // The tail runs on one block's threads (a power of two for its tree),

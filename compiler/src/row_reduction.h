@@ -87,11 +87,20 @@ struct RowConfig {
   // at a column with one vector load (the vector entry; the scalar entry
   // loads them one by one). Rows per block = threads x lanes.
   int lanes = 1;
+  // Looped form, one value per row (no row-shaped output, one pass): each
+  // row is split across this many blocks (a power of two), each reducing a
+  // contiguous part of whole steps (the last part shorter, later ones
+  // empty: any row length, dynamic too); each block writes its state to a
+  // workspace of the kernel's own and the last block of the row to finish
+  // (a per-row counter) merges the states in a fixed order (deterministic)
+  // and writes the row's results. For few long rows that the planner cannot
+  // reshape into parts (a whole tensor of dynamic or odd size).
+  int split = 1;
   // A kernel that loops over rows (clusters, prefetch, plain row loops):
   // at most this many blocks (whole clusters), fewer than fit at once
   // (0: as many as fit). For measuring how a kernel scales with SMs.
   int64_t maxBlocks = 0;
-  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0
+  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
@@ -99,7 +108,7 @@ struct RowConfig {
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail = false);
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32), lanes (1, 2, 4, 8, 16)); throws kiln::Error naming a
+// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32), lanes (1, 2, 4, 8, 16), split (1..1024, powers of two)); throws kiln::Error naming a
 // bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
