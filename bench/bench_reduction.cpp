@@ -82,6 +82,10 @@ struct Case {
   DType dtype;        // of x (the logits for cross_entropy)
   bool small = false;  // a latency case: also timed without the L2 flush
   bool product = false;  // SumAll: sum(x*x); SumCols: sum(r*x, 0)
+  // SumAll: x as one dynamic dim N (= rows x cols at launch): a whole
+  // tensor of a length the planner cannot cut into parts (the row kernel
+  // splits it across blocks, config split).
+  bool flat = false;
 
   // The same op names as shared/bench/anchors.py and bench/anchors_reduction.py.
   std::string op() const {
@@ -90,7 +94,7 @@ struct Case {
       case Kind::LayerNorm: return "layernorm";
       case Kind::RmsNorm: return "rmsnorm";
       case Kind::Sum: return "sum(-1)";
-      case Kind::SumAll: return product ? "sum(x*x)" : "sum";
+      case Kind::SumAll: return product ? "sum(x*x)" : flat ? "sum(flat N)" : "sum";
       case Kind::SumCols: return product ? "sum(r*x,0)" : "sum(0)";
       case Kind::CrossEntropy: return "cross_entropy";
       case Kind::ResidualRmsNorm: return "residual+rmsnorm";
@@ -120,6 +124,7 @@ std::vector<Case> allCases() {
   cs.push_back({Kind::SumAll, 32768, 4096, DType::BF16});
   cs.push_back({Kind::SumCols, 32768, 4096, DType::F32});
   cs.push_back({Kind::SumCols, 32768, 4096, DType::BF16});
+  for (DType t : {DType::F32, DType::BF16}) cs.push_back({Kind::SumAll, 32768, 4096, t, false, false, true});
   for (DType t : {DType::F32, DType::BF16}) {
     cs.push_back({Kind::SumAll, 32768, 4096, t, false, true});
     cs.push_back({Kind::SumCols, 32768, 4096, t, false, true});
@@ -184,6 +189,10 @@ Graph buildGraph(const Case& c, int64_t rows) {
       break;
     case Kind::SumAll:
     case Kind::SumCols: {
+      if (c.flat) {
+        g.output("y", sum(g.input("x", c.dtype, {"N"})));
+        break;
+      }
       Tensor x = g.input("x", c.dtype, {rows, n});
       Tensor v = x;
       if (c.product) {
@@ -491,7 +500,9 @@ struct Expected {
 Expected expectedFor(const Case& c) {
   Expected ex;
   std::vector<int64_t> rows = checkRows(c);
-  Graph small = buildGraph(c, static_cast<int64_t>(rows.size()));
+  Case shaped = c;  // the same values as rows x cols (a flat x is those rows end to end)
+  shaped.flat = false;
+  Graph small = buildGraph(shaped, static_cast<int64_t>(rows.size()));
   std::vector<EvalOutput> ref = evaluate(small, subsetInputs(c, small, rows));
   if (c.kind == Kind::SumCols) {
     // The evaluator's column sums over the check rows check the host loop's
@@ -674,24 +685,35 @@ bool runCase(const Case& c) {
     for (int id : g.params()) keys.push_back(inputKey(c, g.node(id)));
     for (auto it = inputCache.begin(); it != inputCache.end();)
       it = std::find(keys.begin(), keys.end(), it->first) == keys.end() ? inputCache.erase(it) : std::next(it);
+    // A flat case's one dim: rows x cols.
+    DimBindings dims;
+    std::vector<int64_t> dimValues;
+    if (c.flat) {
+      dims["N"] = c.rows * c.cols;
+      dimValues.push_back(c.rows * c.cols);
+    }
+    auto elements = [&](const Shape& s) {
+      int64_t n = 1;
+      for (int64_t d : resolveShape(s, dims)) n *= d;
+      return n;
+    };
     std::vector<TensorView> views;
     for (int id : g.params()) {
       const Node& n = g.node(id);
       auto it = inputCache.find(inputKey(c, n));
       if (it == inputCache.end())
-        it = inputCache.emplace(inputKey(c, n), makeDeviceInput(n.dtype, specFor(n.name), c.cols,
-                                                                staticElementCount(n.shape)))
+        it = inputCache.emplace(inputKey(c, n), makeDeviceInput(n.dtype, specFor(n.name), c.cols, elements(n.shape)))
                  .first;
-      views.emplace_back(it->second.data(), n.dtype, resolveShape(n.shape, {}));
+      views.emplace_back(it->second.data(), n.dtype, resolveShape(n.shape, dims));
     }
     std::vector<rt::DeviceBuffer> outs;
     for (const GraphOutput& o : g.outputs()) {
       const Node& n = g.node(o.node);
-      outs.emplace_back(std::max<size_t>(1, staticElementCount(n.shape) * dtypeSize(n.dtype)));
+      outs.emplace_back(std::max<size_t>(1, elements(n.shape) * dtypeSize(n.dtype)));
       outs.back().poison();
-      views.emplace_back(outs.back().data(), n.dtype, resolveShape(n.shape, {}));
+      views.emplace_back(outs.back().data(), n.dtype, resolveShape(n.shape, dims));
     }
-    auto launch = [&] { k.launch(std::span<const TensorView>(views)); };
+    auto launch = [&] { k.launch(std::span<const TensorView>(views), std::span<const int64_t>(dimValues)); };
 
     // Check once.
     launch();
@@ -762,7 +784,9 @@ bool runCase(const Case& c) {
     // reads must write back; the names and JSON say "flushed": false).
     bo.flushL2 = !std::getenv("KILN_BENCH_NOFLUSH");
     rt::BenchmarkResult r = rt::benchmark(launch, bo);
-    double bytes = minBytes(g);
+    Case shaped = c;  // a flat case moves the bytes of its rows x cols
+    shaped.flat = false;
+    double bytes = minBytes(buildGraph(shaped, c.rows));
     double tbps = bytes / (r.medianUs * 1e-6) / 1e12;
     double ofCopy = copyRoofTBps > 0 ? tbps / copyRoofTBps : 0;
     std::printf("%-40s kiln %zu kernel(s) %9.1f us (p95 %8.1f)  %.3f TB/s  %.3f of copy  %s\n", c.name().c_str(),
@@ -792,11 +816,11 @@ bool runCase(const Case& c) {
       std::string cfg;
       for (const auto& ck : tuned.compiled().kernels) cfg += (cfg.empty() ? "" : " ") + ck.config;
       for (rt::DeviceBuffer& b : outs) b.poison();
-      tuned.launch(std::span<const TensorView>(views));
+      tuned.launch(std::span<const TensorView>(views), std::span<const int64_t>(dimValues));
       if (CUresult e = rt::driver().ctxSynchronize(); e != CUDA_SUCCESS)
         throw Error("bench_reduction: the tuned kernel's launch failed: " + rt::cuErrorText(e));
       Mismatch tm = check();
-      rt::BenchmarkResult tr = rt::benchmark([&] { tuned.launch(std::span<const TensorView>(views)); }, bo);
+      rt::BenchmarkResult tr = rt::benchmark([&] { tuned.launch(std::span<const TensorView>(views), std::span<const int64_t>(dimValues)); }, bo);
       double ttbps = bytes / (tr.medianUs * 1e-6) / 1e12;
       std::printf("%-40s tuned %9.1f us (p95 %8.1f)  %.3f TB/s  %.3fx the heuristic  %s; tuning %.2f s; %s\n",
                   c.name().c_str(), tr.medianUs, tr.p95Us, ttbps, r.medianUs / tr.medianUs,
