@@ -973,13 +973,15 @@ TEST_CASE("a dynamic row longer than the row schedule counts is refused at launc
   test::requireGpu();
   // x.sum() over a dynamic N is one row of N values, counted in 32 bits: a
   // launch with N = 2^31 must be an error naming the dim, never a sum of the
-  // first N mod 2^32 values. (The views claim 2^31 values of a 64-byte
-  // buffer: the check comes before the kernel, which never runs.)
+  // first N mod 2^32 values. (The view of x claims 2^31 values of a
+  // 128-byte buffer, after y's 64 bytes so that the two do not overlap: the
+  // check comes before the kernel, which never runs.)
   Graph g;
   g.output("y", sum(g.input("x", DType::F32, {"N"}), 0, false));
   Kernel k = compile(g);
-  rt::DeviceBuffer bx(64), by(64);
-  const TensorView big[] = {TensorView(bx.data(), DType::F32, {int64_t{1} << 31}), TensorView(by.data(), DType::F32, {})};
+  rt::DeviceBuffer buf(128), bx(64), by(64);
+  const TensorView big[] = {TensorView(static_cast<char*>(buf.data()) + 64, DType::F32, {int64_t{1} << 31}),
+                            TensorView(buf.data(), DType::F32, {})};
   REQUIRE_THROWS_WITH(k.launch(std::span<const TensorView>(big)),
                       Catch::Matchers::Contains("dim N = 2147483648") && Catch::Matchers::Contains("values in a row"));
   // Below the bound the same kernel still sums.
