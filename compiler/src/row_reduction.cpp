@@ -2546,14 +2546,19 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   // cut into parts (splitLongReductions reshapes a static length that a
   // power of two divides; a whole tensor of dynamic or odd length stays one
   // row): each row split across S blocks (config split), S the most with
-  // rows x S at most four blocks of 512 threads per SM, parts of at least
-  // 4096 values where the length is static. One block per row read such a
-  // row at one SM's pace.
-  int64_t fewRows = 1;
-  for (size_t a = 0; a + 1 < d.size() && fewRows > 0; ++a) fewRows = d[a].isStatic() ? fewRows * d[a].size : 0;
-  if (!gridTail && fewRows >= 1 && fewRows * 2 <= options.smCount && streamsOnce(g, d) && !stridedRows(g)) {
+  // rows x S at most eight blocks of 512 threads per SM (two waves of
+  // four), parts of at least 4096 values where the length is static. One
+  // block per row read such a row at one SM's pace. Measured on the H200
+  // (2026-12-02, session 23 calls 2-3, x.sum() of 32768x4096 values as one
+  // dynamic dim, TB/s): f32 0.099 on one block, 4.030 (256 blocks), 4.037
+  // and 3.926 (512), 4.059 and 3.973 (1024); bf16 (scalar loads: a dynamic
+  // length) 0.044, 2.825, 2.910 and 2.832, 3.036 and 2.979; unroll 16, 4 or
+  // 256 and 1024 threads were slower.
+  int64_t splitRows = 1;
+  for (size_t a = 0; a + 1 < d.size() && splitRows > 0; ++a) splitRows = d[a].isStatic() ? splitRows * d[a].size : 0;
+  if (!gridTail && splitRows >= 1 && splitRows * 2 <= options.smCount && streamsOnce(g, d) && !stridedRows(g)) {
     int64_t S = 1;
-    while (fewRows * S * 2 <= 4 * static_cast<int64_t>(options.smCount) && S * 2 <= 1024 &&
+    while (splitRows * S * 2 <= 8 * static_cast<int64_t>(options.smCount) && S * 2 <= 1024 &&
            (nd.isDynamic() || nd.size / (S * 2) >= 4096))
       S *= 2;
     if (S > 1) {
@@ -2732,11 +2737,19 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   // and 4.24 TB/s there (session 10 calls 5-6) vs 4.20 at 256 x 4 and 4.00-
   // 4.03 at 512 x 2 on ld.global.nc.
   const bool lightF32 = !heavy && rowInputs == 1 && rowBytes == 4;
+  // Held because the rows are few (the small batches): their single read
+  // of the row is evict_first (evict 1). Measured on the H200 (kernel time
+  // after the L2 flush, us; 2026-12-02, session 22 call 7 and session 23
+  // call 3): bf16 512x4096 rmsnorm 2.976 -> 2.944 and 2.976 -> 2.912,
+  // softmax 3.168 -> 3.105 and 3.168 -> 3.104; 64x4096 rmsnorm 1.503 ->
+  // 1.472 and 1.472 -> 1.472, softmax 1.664 -> 1.664 and 1.632 -> 1.664.
+  bool heldForFewRows = false;
   if (smNumber(options.chip) >= 80 && rowInputs > 0) {
     const int u = lightF32 ? 2 : std::max(1, (heavy || !narrow ? 4 : 2) / rowInputs);
     const int64_t span = static_cast<int64_t>(u) * c.vector;
     const int64_t t = N / span;
     const bool fewRows = staticRows >= 0 && t > 0 && staticRows < static_cast<int64_t>(options.smCount) * (2048 / t);
+    heldForFewRows = N % span == 0 && isPow2(t) && t >= 128 && t <= 512 && fewRows;
     if (N % span == 0 && isPow2(t) && t >= 128 && t <= 512 && !fewRows) {
       c.persistent = false;
       c.evict = lightF32 ? 2 : 1;
@@ -2873,6 +2886,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   if (!c.persistent) T = 512;
   c.threadsPerRow = static_cast<int>(T);
   c.threads = T >= 32 ? static_cast<int>(T) : 128;
+  if (c.persistent && heldForFewRows) c.evict = 1;
   return c;
 }
 
