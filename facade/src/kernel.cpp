@@ -471,6 +471,9 @@ void launchKernels(Kernel::Impl& impl, std::span<const TensorView> tensors, std:
                                       : &lease->view(static_cast<size_t>(pk.workspaceMap[i]));
     for (size_t i = 0; i < pk.dimMap.size(); ++i) kdims[i] = full.dimValue(static_cast<size_t>(pk.dimMap[i]));
     for (size_t i = 0; i < pk.scalarMap.size(); ++i) kscalars[i] = scalars[static_cast<size_t>(pk.scalarMap[i])];
+    // A dim over a kernel's bound first: the views' extents (checked for
+    // overlaps with the workspace next) mean nothing past it.
+    pk.grid.check([&](size_t d) { return kdims[d]; }, pk.ck->name);
     rt::ArgBlock block;
     pk.packer->pack(block, std::span<const TensorView* const>(views.data(), pk.tensorMap.size()),
                     std::span<const int64_t>(kdims.data(), pk.dimMap.size()),
