@@ -82,19 +82,22 @@ struct Case {
   DType dtype;        // of x (the logits for cross_entropy)
   bool small = false;  // a latency case: also timed without the L2 flush
   bool product = false;  // SumAll: sum(x*x); SumCols: sum(r*x, 0)
-  // SumAll: x as one dynamic dim N (= rows x cols at launch): a whole
-  // tensor of a length the planner cannot cut into parts (the row kernel
-  // splits it across blocks, config split).
+  // A dynamic dim: SumAll takes x as one dynamic dim N (= rows x cols at
+  // launch: a whole tensor of a length the planner cannot cut into parts,
+  // which the row kernel splits across blocks, config split); the row-wise
+  // cases take the row length as dynamic dim N (= cols at launch).
   bool flat = false;
 
   // The same op names as shared/bench/anchors.py and bench/anchors_reduction.py.
   std::string op() const {
     switch (kind) {
-      case Kind::Softmax: return "softmax(-1)";
+
       case Kind::LayerNorm: return "layernorm";
-      case Kind::RmsNorm: return "rmsnorm";
+
       case Kind::Sum: return "sum(-1)";
       case Kind::SumAll: return product ? "sum(x*x)" : flat ? "sum(flat N)" : "sum";
+      case Kind::Softmax: return flat ? "softmax(-1) (dynamic N)" : "softmax(-1)";
+      case Kind::RmsNorm: return flat ? "rmsnorm (dynamic N)" : "rmsnorm";
       case Kind::SumCols: return product ? "sum(r*x,0)" : "sum(0)";
       case Kind::CrossEntropy: return "cross_entropy";
       case Kind::ResidualRmsNorm: return "residual+rmsnorm";
@@ -125,6 +128,8 @@ std::vector<Case> allCases() {
   cs.push_back({Kind::SumCols, 32768, 4096, DType::F32});
   cs.push_back({Kind::SumCols, 32768, 4096, DType::BF16});
   for (DType t : {DType::F32, DType::BF16}) cs.push_back({Kind::SumAll, 32768, 4096, t, false, false, true});
+  for (DType t : {DType::F32, DType::BF16})
+    for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, 32768, 4096, t, false, false, true});
   for (DType t : {DType::F32, DType::BF16}) {
     cs.push_back({Kind::SumAll, 32768, 4096, t, false, true});
     cs.push_back({Kind::SumCols, 32768, 4096, t, false, true});
@@ -171,7 +176,7 @@ Graph buildGraph(const Case& c, int64_t rows) {
   const int64_t n = c.cols;
   switch (c.kind) {
     case Kind::Softmax:
-      g.output("y", softmax(g.input("x", c.dtype, {rows, n}), -1));
+      g.output("y", softmax(g.input("x", c.dtype, {Dim(rows), c.flat ? Dim("N") : Dim(n)}), -1));
       break;
     case Kind::LayerNorm: {
       Tensor x = g.input("x", c.dtype, {rows, n});
@@ -180,8 +185,9 @@ Graph buildGraph(const Case& c, int64_t rows) {
       break;
     }
     case Kind::RmsNorm: {
-      Tensor x = g.input("x", c.dtype, {rows, n});
-      g.output("y", rmsnorm(x, g.input("w", c.dtype, {n}), 1e-6));
+      const Dim cols = c.flat ? Dim("N") : Dim(n);
+      Tensor x = g.input("x", c.dtype, {Dim(rows), cols});
+      g.output("y", rmsnorm(x, g.input("w", c.dtype, {cols}), 1e-6));
       break;
     }
     case Kind::Sum:
@@ -685,12 +691,12 @@ bool runCase(const Case& c) {
     for (int id : g.params()) keys.push_back(inputKey(c, g.node(id)));
     for (auto it = inputCache.begin(); it != inputCache.end();)
       it = std::find(keys.begin(), keys.end(), it->first) == keys.end() ? inputCache.erase(it) : std::next(it);
-    // A flat case's one dim: rows x cols.
+    // A flat case's one dim: rows x cols (a whole sum) or cols (a row length).
     DimBindings dims;
     std::vector<int64_t> dimValues;
     if (c.flat) {
-      dims["N"] = c.rows * c.cols;
-      dimValues.push_back(c.rows * c.cols);
+      dims["N"] = c.kind == Kind::SumAll ? c.rows * c.cols : c.cols;
+      dimValues.push_back(dims["N"]);
     }
     auto elements = [&](const Shape& s) {
       int64_t n = 1;

@@ -80,6 +80,7 @@ void requireSameKernels(const compiler::CompiledGraph& a, const compiler::Compil
     CHECK(x.launch.minBlocks == y.launch.minBlocks);
     CHECK(x.launch.resident == y.launch.resident);
     CHECK(x.launch.dimBounds == y.launch.dimBounds);
+    CHECK(x.launch.vectorMultiples == y.launch.vectorMultiples);
     CHECK(x.source == y.source);
     REQUIRE(x.tensorMaps.size() == y.tensorMaps.size());
     for (size_t t = 0; t < x.tensorMaps.size(); ++t)
@@ -114,6 +115,9 @@ TEST_CASE("a multi-kernel graph with a workspace and scalars survives the disk c
   // (a grid tail takes no scalars).
   g.output("loss", cross_entropy(x * s, t, Reduction::Mean) * s);
   g.output("m", max(x, -1, false));
+  // A dynamic row length (the vectorized entry needs whole vectors) and a
+  // split row (its blocks' states in a workspace of its own).
+  g.output("s", sum(g.input("v", DType::BF16, {"N"})));
   compiler::CompileOptions o;
   compiler::CompiledGraph first = compileGraphCached(g, o, true, &fc.cache);
   REQUIRE(first.kernels.size() >= 2);
@@ -121,6 +125,8 @@ TEST_CASE("a multi-kernel graph with a workspace and scalars survives the disk c
   // The mean over R rows counts them in 32 bits: a bound on R to carry over.
   REQUIRE(std::any_of(first.kernels.begin(), first.kernels.end(),
                       [](const compiler::CompiledKernel& k) { return !k.launch.dimBounds.empty(); }));
+  REQUIRE(std::any_of(first.kernels.begin(), first.kernels.end(),
+                      [](const compiler::CompiledKernel& k) { return !k.launch.vectorMultiples.empty(); }));
   compiler::CompiledGraph second = compileGraphCached(g, o, true, &fc.cache);
   for (const auto& k : second.kernels) CHECK(k.cache == "hit");
   requireSameKernels(first, second);

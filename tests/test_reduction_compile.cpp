@@ -1240,6 +1240,17 @@ TEST_CASE("few long rows of dynamic or odd length split across blocks: one kerne
         CHECK(k.launch.minBlocks == s.rows);
         CHECK(k.launch.tile.size() == 1);
         CHECK(k.launch.iterShape.back() == s.shape.back());
+        // A dynamic length is read in 16-byte vectors where it is a multiple
+        // of the width (the launcher checks), by scalars elsewhere.
+        if (s.shape.back().isDynamic()) {
+          REQUIRE(k.launch.vectorMultiples.size() == 1);
+          CHECK(k.launch.vectorMultiples[0].multiple == 16 / dtypeSize(t));
+          CHECK(std::any_of(k.entries.begin(), k.entries.end(),
+                            [](const compiler::KernelEntry& e) { return e.vectorized; }));
+          CHECK_THAT(vectorEntry(k.ptx), Contains("ld.global.nc.v4"));
+        } else {
+          CHECK(k.launch.vectorMultiples.empty());
+        }
       }
   // Not split: rows that fill the GPU, results broadcast back over the row,
   // a grid tail (cross_entropy's mean), and a dynamic row count.

@@ -1051,8 +1051,9 @@ TEST_CASE("rows split across blocks (a whole tensor of dynamic or odd length) ma
     Shape shape;
     std::vector<int64_t> lengths;  // of N, launch after launch (none: static)
   };
-  const std::vector<S> shapes = {{{Dim("N")}, {1, 17, 4097, 1000003, 3000017, 17, 262144}},
-                                 {{Dim(3), Dim("N")}, {1, 100003, 5}},
+  // (Lengths that are multiples of 8 run the vectorized entry.)
+  const std::vector<S> shapes = {{{Dim("N")}, {1, 17, 4097, 1000003, 3000017, 17, 262144, 4096000}},
+                                 {{Dim(3), Dim("N")}, {1, 100003, 5, 100000}},
                                  {{Dim(1000003)}, {}},
                                  {{Dim(5), Dim(200003)}, {}}};
   for (const S& s : shapes) {
@@ -1117,4 +1118,27 @@ TEST_CASE("a row split across blocks reduces deterministically", "[gpu][reductio
   float got;
   std::memcpy(&got, &*bits.begin(), sizeof got);
   CHECK(std::abs(got - want) <= 1e-3 * std::max(1.0, std::abs(want)) + 0.1);
+}
+
+// A dynamic row length: the vectorized entry where the length is a
+// multiple of the vector width (16 bytes of the narrowest dtype), the scalar
+// entry elsewhere and from unaligned pointers; the composites and every
+// reduction op, lengths from 1 to 32768, one compiled kernel per graph.
+TEST_CASE("rows of a dynamic length match the reference in the vectorized and the scalar entry", "[gpu][reduction]") {
+  test::requireGpu();
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  std::vector<test::GraphCase> cases = test::rowComposites(t, {"R", "N"});
+  for (test::GraphCase& c : test::reductionSweep({"R", "N"}, {false}))
+    if (c.graph.outputs().size() && c.label.find(dtypeName(t)) != std::string::npos) cases.push_back(std::move(c));
+  for (const test::GraphCase& c : cases)
+    for (int64_t n : {4096, 4097, 8, 7, 32768, 1, 24})
+      for (size_t misalign : {size_t{0}, size_t{4}}) {
+        // (i64 targets need 8-byte pointers)
+        if (misalign && (n != 4096 || c.label.rfind("cross_entropy", 0) == 0)) continue;
+        INFO(c.label << " with N = " << n << (misalign ? ", base pointers 4 bytes off" : ""));
+        test::RunOptions o = optionsFor(c, 64);
+        o.dims["N"] = n;
+        o.misalign = misalign;
+        runAndCheck(c.graph, o);
+      }
 }

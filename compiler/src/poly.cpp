@@ -59,6 +59,12 @@ bool Poly::divisibleBy(int64_t v) const {
   return std::all_of(terms_.begin(), terms_.end(), [&](const Monomial& m) { return m.coeff % v == 0; });
 }
 
+bool Poly::divisibleBy(int64_t v, const std::string& multiple) const {
+  return std::all_of(terms_.begin(), terms_.end(), [&](const Monomial& m) {
+    return m.coeff % v == 0 || std::find(m.dims.begin(), m.dims.end(), multiple) != m.dims.end();
+  });
+}
+
 std::string Poly::str() const {
   if (terms_.empty()) return "0";
   std::string s;

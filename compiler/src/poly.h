@@ -34,6 +34,10 @@ class Poly {
   // True when every coefficient is a multiple of v (so the value is, for any
   // binding of the dims).
   bool divisibleBy(int64_t v) const;
+  // The same where dim `multiple` is known to be a multiple of v (terms
+  // holding it are): a row kernel's vectorized entry runs only where its
+  // dynamic row length is a multiple of its vector width.
+  bool divisibleBy(int64_t v, const std::string& multiple) const;
   const std::vector<Monomial>& terms() const { return terms_; }
   std::string str() const;
 

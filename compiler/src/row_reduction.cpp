@@ -696,10 +696,13 @@ bool RowEmitter::laneVectorAccess(const Access& a) const {
   return true;
 }
 
+// A dynamic row length is a multiple of the vector width wherever the
+// vectorized entry runs (LaunchGeometry::vectorMultiples).
 bool RowEmitter::vectorAccess(const Access& a) const {
-  if (vector_ <= 1 || !(a.strides[k_ - 1] == Poly::constant(1)) || !a.base.divisibleBy(vector_)) return false;
+  const std::string rowDim = dom_[k_ - 1].isDynamic() ? dom_[k_ - 1].name : "";
+  if (vector_ <= 1 || !(a.strides[k_ - 1] == Poly::constant(1)) || !a.base.divisibleBy(vector_, rowDim)) return false;
   for (int j = 0; j + 1 < k_; ++j)
-    if (!a.strides[j].divisibleBy(vector_)) return false;
+    if (!a.strides[j].divisibleBy(vector_, rowDim)) return false;
   return true;
 }
 
@@ -2251,8 +2254,7 @@ void RowEmitter::prepare() {
   // The config, made consistent with the shape.
   const Dim& nd = dom_[k_ - 1];
   if (nd.isDynamic()) {
-    cfg_.persistent = false;
-    cfg_.vector = 1;
+    cfg_.persistent = false;  // (the vectorized entry needs whole vectors per row: see run())
   } else {
     while (cfg_.vector > 1 && nd.size % cfg_.vector != 0) cfg_.vector /= 2;
   }
@@ -2405,6 +2407,10 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   k.launch.iterShape = rows;
   k.launch.maxBlocks = 0;
   k.launch.cluster = cfg_.cluster;
+  // A dynamic row length: the vectorized entry's loops take whole vectors
+  // and its rows start aligned only where the length is a multiple of V.
+  if (hasVector && cfg_.lanes == 1 && dom_[k_ - 1].isDynamic())
+    k.launch.vectorMultiples.push_back({dom_[k_ - 1].name, V});
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
   if (cfg_.split > 1) {
     // Each row gets one block per step of its values, at most S (the
@@ -2562,16 +2568,20 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
            (nd.isDynamic() || nd.size / (S * 2) >= 4096))
       S *= 2;
     if (S > 1) {
-      if (nd.isDynamic()) c.vector = 1;  // (rows of unknown alignment)
       c.persistent = false;
       c.threadsPerRow = c.threads = 512;
       c.unroll = c.vector == 1 ? 8 : 4;  // scalar loads: more of them in flight
       c.split = static_cast<int>(S);
+      // Three blocks per SM: left alone, ptxas gives the vectorized loop
+      // 86 registers (one block per SM); at the cap of 42 it spills nothing.
+      c.minBlocks = 3;
       return c;
     }
   }
   if (nd.isDynamic()) {
-    c.vector = 1;
+    // Looped at the dtypes' vector width: the vectorized entry runs where
+    // the length is a multiple of it (LaunchGeometry::vectorMultiples), the
+    // scalar entry elsewhere.
     c.persistent = false;
     c.threadsPerRow = c.threads = 512;
     return c;
@@ -2952,7 +2962,8 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
     addLoops(c, ts, us, add);
   };
   if (nd.isDynamic()) {
-    looped(1, {128, 256, 512, 1024}, {1, 2, 4});
+    for (int v : h.vector > 1 ? std::vector<int>{h.vector, 1} : std::vector<int>{1})
+      looped(v, {128, 256, 512, 1024}, {1, 2, 4});
     return out;
   }
   const int64_t N = nd.size;

@@ -79,8 +79,9 @@ compiler::KernelTensor tensorFrom(const json& j) {
 // by byte: a matmul entry's 236 KB of PTX took about 1 ms to parse); 4: the
 // launch geometry's tile (matmul grids count output tiles); 5: its cluster;
 // 6: its minimum blocks (a row kernel's grid tail); 7: resident grids (row
-// kernels that loop over rows); 8: its dim bounds (dims counted in 32 bits).
-constexpr int kFormat = 8;
+// kernels that loop over rows); 8: its dim bounds (dims counted in 32 bits);
+// 9: the dims the vectorized entry needs multiples of (dynamic row lengths).
+constexpr int kFormat = 9;
 
 }  // namespace
 
@@ -156,6 +157,9 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["launch"]["dim_bounds"] = json::array();
     for (const auto& b : k.launch.dimBounds)
       jk["launch"]["dim_bounds"].push_back({{"dim", b.dim}, {"max", b.max}, {"what", b.what}});
+    jk["launch"]["vector_multiples"] = json::array();
+    for (const auto& m : k.launch.vectorMultiples)
+      jk["launch"]["vector_multiples"].push_back({{"dim", m.dim}, {"multiple", m.multiple}});
     jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
@@ -220,6 +224,8 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       k.launch.resident = l.at("resident").get<bool>();
       for (const json& b : l.at("dim_bounds"))
         k.launch.dimBounds.push_back({b.at("dim").get<std::string>(), b.at("max").get<int64_t>(), b.at("what").get<std::string>()});
+      for (const json& m : l.at("vector_multiples"))
+        k.launch.vectorMultiples.push_back({m.at("dim").get<std::string>(), m.at("multiple").get<int64_t>()});
       k.source = blobString(blobs, jk.at("source"));
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))

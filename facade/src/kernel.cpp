@@ -199,7 +199,7 @@ void loadScalarEntries(Kernel::Impl& impl) {
       if (a.threadsPerBlock != b.threadsPerBlock || a.elementsPerBlock != b.elementsPerBlock ||
           a.maxBlocks != b.maxBlocks || a.minBlocks != b.minBlocks || a.resident != b.resident ||
           a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape || a.tile != b.tile || a.cluster != b.cluster ||
-          a.dimBounds != b.dimBounds)
+          a.dimBounds != b.dimBounds || a.vectorMultiples != b.vectorMultiples)
         planMismatch(i, ck, *pk.ck, "another launch geometry");
       const compiler::KernelEntry* entry = nullptr;
       for (const compiler::KernelEntry& e : ck.entries)
@@ -441,7 +441,7 @@ void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock&
     launchWithTensorMaps(pk, cfg, block);
     return;
   }
-  if (block.vectorizable()) [[likely]] {
+  if (block.vectorizable() && pk.grid.vectorFits(dimValue)) [[likely]] {
     rt::launch(pk.vectorized, cfg, block);
     return;
   }
@@ -575,6 +575,12 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
     if (index < 0) throw bad("it bounds dim " + b.dim + ", which the kernel does not take");
     r.bounds.push_back({index, b.max, b.dim, b.what});
   }
+  for (const compiler::LaunchGeometry::DimMultiple& m : g.vectorMultiples) {
+    const int index = dimIndex(m.dim);
+    if (index < 0) throw bad("its vectorized entry needs a multiple of dim " + m.dim + ", which the kernel does not take");
+    if (m.multiple < 1) throw bad("a vector multiple below 1");
+    r.multiples.push_back({index, m.multiple});
+  }
   return r;
 }
 
@@ -681,6 +687,8 @@ std::string Kernel::explain() const {
     }
     for (const compiler::LaunchGeometry::DimBound& b : k.launch.dimBounds)
       os << "    dim " << b.dim << " at most " << b.max << " (" << b.what << ", counted in 32 bits; checked at launch)\n";
+    for (const compiler::LaunchGeometry::DimMultiple& m : k.launch.vectorMultiples)
+      os << "    vectorized entry where dim " << m.dim << " is a multiple of " << m.multiple << " (else the scalar entry)\n";
     for (const auto& r : k.resources)
       os << "    " << r.kernel << ": " << r.registers << " registers, " << r.spillStoreBytes
          << " bytes spill stores, " << r.spillLoadBytes << " bytes spill loads\n";

@@ -31,6 +31,15 @@ struct GridRule {
     std::string dim, what;
   };
   std::vector<Bound> bounds;
+  // Dims the vectorized entry needs multiples of (LaunchGeometry::
+  // vectorMultiples): (kernel dim index, multiple).
+  std::vector<std::pair<int, int64_t>> multiples;
+  template <class DimValue>
+  bool vectorFits(const DimValue& dimValue) const {
+    for (const auto& [d, m] : multiples)
+      if (dimValue(static_cast<size_t>(d)) % m != 0) return false;
+    return true;
+  }
 
   // `kernelDims`: the kernel's dynamic dims (CompiledKernel::dims), in the
   // order dimValue takes them. A geometry that names other dims or has bad

@@ -6,6 +6,7 @@
 // for sm_90 without a GPU.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "kernel_internal.h"
@@ -161,4 +162,35 @@ TEST_CASE("rows counted in 32 bits: a static row over the bound fails to compile
     REQUIRE(cg.kernels.size() == 1);
     CHECK(cg.kernels[0].launch.dimBounds.empty());
   }
+}
+
+// A row kernel of a dynamic length has a vectorized entry whose loops take
+// whole vectors: the launcher runs it only where the length is a multiple
+// of the vector width (GridRule::vectorFits), the scalar entry elsewhere.
+TEST_CASE("grid: a dynamic row length picks the vectorized entry only for whole vectors", "[compile][reduction]") {
+  const compiler::CompileOptions o{.chip = "sm_90", .smCount = 132};
+  for (DType t : {DType::F32, DType::BF16}) {
+    const int64_t v = 16 / dtypeSize(t);
+    INFO(dtypeName(t));
+    Graph g;
+    g.output("y", softmax(g.input("x", t, {"B", "N"}), -1));
+    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    REQUIRE(cg.kernels.size() == 1);
+    const compiler::CompiledKernel& k = cg.kernels[0];
+    CHECK(std::any_of(k.entries.begin(), k.entries.end(), [](const compiler::KernelEntry& e) { return e.vectorized; }));
+    REQUIRE(k.launch.vectorMultiples.size() == 1);
+    CHECK(k.launch.vectorMultiples[0].dim == "N");
+    CHECK(k.launch.vectorMultiples[0].multiple == v);
+    const detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
+    const size_t nIndex = static_cast<size_t>(std::find(k.dims.begin(), k.dims.end(), "N") - k.dims.begin());
+    REQUIRE(nIndex < k.dims.size());
+    for (int64_t n : {v, 4096 * v, int64_t{1}, v + 1, 4097 * v - 1}) {
+      INFO("N = " << n);
+      CHECK(r.vectorFits([&](size_t d) { return d == nIndex ? n : int64_t{7}; }) == (n % v == 0));
+    }
+  }
+  // A static length: the compiler picked a width that divides it.
+  Graph g;
+  g.output("y", softmax(g.input("x", DType::BF16, {"B", 4096}), -1));
+  CHECK(compiler::compileGraph(g, o).kernels.at(0).launch.vectorMultiples.empty());
 }

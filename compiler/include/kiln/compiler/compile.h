@@ -82,6 +82,15 @@ struct LaunchGeometry {
     bool operator==(const DimBound&) const = default;
   };
   std::vector<DimBound> dimBounds;
+  // Dims that the vectorized entry needs to be multiples of a number (a row
+  // reduction's dynamic row length: whole vectors per row, rows starting
+  // aligned); where one is not, the launcher takes the scalar entry.
+  struct DimMultiple {
+    std::string dim;
+    int64_t multiple = 1;
+    bool operator==(const DimMultiple&) const = default;
+  };
+  std::vector<DimMultiple> vectorMultiples;
 };
 
 // A TMA tensor map the launcher builds for the kernel: the kernel takes one
