@@ -1663,6 +1663,15 @@ TEST_CASE("a kernel rebuilt after a spill is planned alike for every set of entr
   const DType t = GENERATE(DType::F32, DType::BF16);
   const int64_t len = GENERATE(int64_t{262144}, int64_t{32768});
   std::vector<test::GraphCase> cases = test::rowComposites(t, {"N", len});
+  if (len == 32768) {
+    // A dynamic row length (the vectorized entry needs whole vectors, the
+    // scalar one does not: the same geometry all the same) and a split row.
+    for (test::GraphCase& c : test::rowComposites(t, {"R", "M"})) cases.push_back(std::move(c));
+    test::GraphCase c;
+    c.label = "sum of a dynamic whole tensor";
+    c.graph.output("y", sum(c.graph.input("x", t, {"M"})));
+    cases.push_back(std::move(c));
+  }
   for (const test::GraphCase& c : cases) {
     INFO(c.label);
     compiler::CompileOptions all, vec, sca;
@@ -1687,6 +1696,10 @@ TEST_CASE("a kernel rebuilt after a spill is planned alike for every set of entr
       CHECK(x.sharedBytes == y.sharedBytes);
       CHECK(x.threadsPerBlock == y.threadsPerBlock);
       CHECK(x.resident == y.resident);
+      CHECK(x.iterShape == y.iterShape);
+      CHECK(x.tile == y.tile);
+      CHECK(x.dimBounds == y.dimBounds);
+      CHECK(x.vectorMultiples == y.vectorMultiples);
       REQUIRE(s.kernels[i].entries.size() == 1);
       CHECK_FALSE(s.kernels[i].entries[0].vectorized);
     }

@@ -2409,7 +2409,9 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   k.launch.cluster = cfg_.cluster;
   // A dynamic row length: the vectorized entry's loops take whole vectors
   // and its rows start aligned only where the length is a multiple of V.
-  if (hasVector && cfg_.lanes == 1 && dom_[k_ - 1].isDynamic())
+  // (Whichever entries this build makes: a later build of the scalar entry
+  // alone must describe the same kernel.)
+  if (V > 1 && cfg_.lanes == 1 && dom_[k_ - 1].isDynamic())
     k.launch.vectorMultiples.push_back({dom_[k_ - 1].name, V});
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
   if (cfg_.split > 1) {
