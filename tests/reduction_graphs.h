@@ -226,6 +226,31 @@ inline std::vector<Graph> invariantInputGraphs(DType t) {
 }
 
 
+// The reductions a split row (config split) takes, each a function of x and
+// the reduced axis: sum, mean, max, min, prod, argmax, argmin (keepdim),
+// var, std (correction 0) and a log-sum-exp (its max paired with the sum of
+// exps: one pass).
+struct AxisReduction {
+  std::string name;
+  std::function<Tensor(const Tensor&, int64_t)> op;
+};
+inline std::vector<AxisReduction> splitRowReductions() {
+  return {{"sum", [](const Tensor& x, int64_t a) { return sum(x, a); }},
+          {"mean", [](const Tensor& x, int64_t a) { return mean(x, a); }},
+          {"max", [](const Tensor& x, int64_t a) { return max(x, a); }},
+          {"min", [](const Tensor& x, int64_t a) { return min(x, a); }},
+          {"prod", [](const Tensor& x, int64_t a) { return prod(x, a); }},
+          {"argmax", [](const Tensor& x, int64_t a) { return argmax(x, a); }},
+          {"argmin", [](const Tensor& x, int64_t a) { return argmin(x, a, true); }},
+          {"var", [](const Tensor& x, int64_t a) { return var(x, a); }},
+          {"std", [](const Tensor& x, int64_t a) { return kiln::std(x, a, 0); }},
+          {"logsumexp", [](const Tensor& x, int64_t a) {
+             Tensor xf = cast(x, DType::F32);
+             Tensor m = max(xf, a, true);
+             return log(sum(exp(xf - m), a, true)) + m;
+           }}};
+}
+
 // A row statistic read at other rows than its own: keepdim false and
 // broadcast against a square x, it lines up with the columns (as PyTorch
 // broadcasts it). A row kernel cannot read its own results at other rows,

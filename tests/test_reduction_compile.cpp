@@ -1188,23 +1188,7 @@ TEST_CASE("reductions over few long rows split into parts: a whole tensor in one
 TEST_CASE("few long rows of dynamic or odd length split across blocks: one kernel, its own workspace",
           "[compile][reduction]") {
   compiler::CompileOptions o;
-  struct C {
-    std::string name;
-    std::function<Tensor(const Tensor&, int64_t)> op;  // over the given axis
-  };
-  const std::vector<C> ops = {
-      {"sum", [](const Tensor& x, int64_t a) { return sum(x, a); }},
-      {"mean", [](const Tensor& x, int64_t a) { return mean(x, a); }},
-      {"max", [](const Tensor& x, int64_t a) { return max(x, a); }},
-      {"prod", [](const Tensor& x, int64_t a) { return prod(x, a); }},
-      {"argmin", [](const Tensor& x, int64_t a) { return argmin(x, a); }},
-      {"var", [](const Tensor& x, int64_t a) { return var(x, a); }},
-      {"std", [](const Tensor& x, int64_t a) { return kiln::std(x, a, 0); }},
-      {"logsumexp", [](const Tensor& x, int64_t a) {
-         Tensor xf = cast(x, DType::F32);
-         Tensor m = max(xf, a, true);
-         return log(sum(exp(xf - m), a, true)) + m;
-       }}};
+  const std::vector<test::AxisReduction> ops = test::splitRowReductions();
   struct S {
     Shape shape;
     int64_t rows;
@@ -1214,7 +1198,7 @@ TEST_CASE("few long rows of dynamic or odd length split across blocks: one kerne
                                  {{Dim(5), Dim(1000003)}, 5, 128}};
   for (DType t : {DType::F32, DType::BF16})
     for (const S& s : shapes)
-      for (const C& c : ops) {
+      for (const test::AxisReduction& c : ops) {
         INFO(c.name << " of " << typeToString(t, s.shape));
         Graph g;
         g.output("y", c.op(g.input("x", t, s.shape), static_cast<int64_t>(s.shape.size()) - 1));

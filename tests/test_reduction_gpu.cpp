@@ -1026,26 +1026,8 @@ TEST_CASE("a row statistic read along columns (x - sum(x, 1) of a square x) matc
 TEST_CASE("rows split across blocks (a whole tensor of dynamic or odd length) match the reference, launch after launch",
           "[gpu][reduction]") {
   test::requireGpu();
-  struct C {
-    std::string name;
-    std::function<Tensor(const Tensor&, int64_t)> op;
-  };
-  const std::vector<C> ops = {
-      {"sum", [](const Tensor& x, int64_t a) { return sum(x, a); }},
-      {"mean", [](const Tensor& x, int64_t a) { return mean(x, a); }},
-      {"max", [](const Tensor& x, int64_t a) { return max(x, a); }},
-      {"min", [](const Tensor& x, int64_t a) { return min(x, a); }},
-      {"prod", [](const Tensor& x, int64_t a) { return prod(x, a); }},
-      {"argmax", [](const Tensor& x, int64_t a) { return argmax(x, a); }},
-      {"argmin", [](const Tensor& x, int64_t a) { return argmin(x, a, true); }},
-      {"var", [](const Tensor& x, int64_t a) { return var(x, a); }},
-      {"std", [](const Tensor& x, int64_t a) { return kiln::std(x, a, 0); }},
-      {"logsumexp", [](const Tensor& x, int64_t a) {
-         Tensor xf = cast(x, DType::F32);
-         Tensor m = max(xf, a, true);
-         return log(sum(exp(xf - m), a, true)) + m;
-       }}};
-  const C& c = ops.at(GENERATE(range(size_t{0}, size_t{10})));
+  const std::vector<test::AxisReduction> ops = test::splitRowReductions();
+  const test::AxisReduction& c = ops.at(GENERATE(range(size_t{0}, test::splitRowReductions().size())));
   const DType t = GENERATE(DType::F32, DType::BF16);
   struct S {
     Shape shape;
@@ -1133,8 +1115,9 @@ TEST_CASE("rows of a dynamic length match the reference in the vectorized and th
   for (const test::GraphCase& c : cases)
     for (int64_t n : {4096, 4097, 8, 7, 32768, 1, 24})
       for (size_t misalign : {size_t{0}, size_t{4}}) {
-        // (i64 targets need 8-byte pointers)
-        if (misalign && (n != 4096 || c.label.rfind("cross_entropy", 0) == 0)) continue;
+        // (i64 targets and indices need 8-byte pointers)
+        const bool i64 = c.label.rfind("cross_entropy", 0) == 0 || c.label.rfind("arg", 0) == 0;
+        if (misalign && (n != 4096 || i64)) continue;
         INFO(c.label << " with N = " << n << (misalign ? ", base pointers 4 bytes off" : ""));
         test::RunOptions o = optionsFor(c, 64);
         o.dims["N"] = n;

@@ -2581,11 +2581,21 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     }
   }
   if (nd.isDynamic()) {
-    // Looped at the dtypes' vector width: the vectorized entry runs where
-    // the length is a multiple of it (LaunchGeometry::vectorMultiples), the
-    // scalar entry elsewhere.
+    // Looped at the dtypes' vector width (the vectorized entry runs where
+    // the length is a multiple of it: LaunchGeometry::vectorMultiples; the
+    // scalar entry elsewhere), 128 threads per row, 4 vectors per thread per
+    // step, the passes before the last keeping the row in L2 (evict 1), as
+    // the static heuristic does for rows of 4096. Measured on the H200
+    // (2026-12-02, session 23 calls 5-6, 32768 x N = 4096, TB/s; softmax /
+    // rmsnorm f32, then bf16): 4.03 / 4.14, 4.14 / 4.11 (static kernels
+    // 4.25 / 4.26, 4.16 / 4.14); 512 threads without hints 2.80 / 2.06,
+    // 1.64 / 2.18; 256 threads with hints 4.25 / 4.06, 2.65 / 3.41; 128
+    // without 3.45 / 3.88, 3.77 / 3.86; scalar loads at 512 (before session
+    // 23) 2.96 / 3.00, 1.55 / 1.83.
     c.persistent = false;
-    c.threadsPerRow = c.threads = 512;
+    c.threadsPerRow = c.threads = 128;
+    c.unroll = 4;
+    if (smNumber(options.chip) >= 80) c.evict = 1;
     return c;
   }
   const int64_t N = nd.size;
