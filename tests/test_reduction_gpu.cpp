@@ -1125,3 +1125,31 @@ TEST_CASE("rows of a dynamic length match the reference in the vectorized and th
         runAndCheck(c.graph, o);
       }
 }
+
+// var/std over several axes, one of them dynamic: the law of total variance
+// one axis at a time and a count of the values for the correction, several
+// kernels (session 23; the plan is checked on the CPU in test_plan_reference).
+TEST_CASE("var and std over several axes with a dynamic dim match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  struct S {
+    Shape shape;
+    Axes axes;
+    DimBindings dims;
+  };
+  const std::vector<S> shapes = {{{Dim("B"), Dim(4096)}, Axes{0, 1}, {{"B", 333}}},
+                                 {{Dim(4), Dim("N"), Dim(48)}, Axes{0, 1, 2}, {{"N", 1000}}},
+                                 {{Dim("B"), Dim(5), Dim("N")}, Axes{0, 2}, {{"B", 6}, {"N", 70001}}}};
+  for (const S& s : shapes)
+    for (bool isStd : {false, true}) {
+      INFO((isStd ? "std" : "var") << " of " << typeToString(t, s.shape));
+      Graph g;
+      Tensor x = g.input("x", t, s.shape);
+      g.output("y", isStd ? kiln::std(x, s.axes, 1, false) : var(x, s.axes, 1, true));
+      test::RunOptions o;
+      o.dims = s.dims;
+      o.ranges = {{"x", {-0.5, 1}}};
+      o.tolScale = 4;
+      runAndCheck(g, o);
+    }
+}

@@ -338,6 +338,8 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       //    form, faster than a spilling held row;
       //  - any other held row (one block a row): without min_blocks (the
       //    full register budget), then looped;
+      //  - a split row (several accumulators under min_blocks 3's cap of
+      //    42 registers): without min_blocks;
       //  - a looped row whose unrolled steps spill (heavy math per value,
       //    libdevice's sin say): half the unroll, down to 1.
       const bool heuristic = options.rowConfigOverride.empty() && !given;
@@ -365,6 +367,10 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       }
       if (heuristic && cfg.persistent && cfg.cluster == 1 && spills(k)) {
         cfg.persistent = false;
+        k = buildRow(cfg);
+      }
+      if (heuristic && cfg.split > 1 && cfg.minBlocks > 0 && spills(k)) {
+        cfg.minBlocks = 0;
         k = buildRow(cfg);
       }
       while (heuristic && !cfg.persistent && cfg.unroll > 1 && spills(k)) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -58,6 +59,48 @@ int addReshape(Graph& ng, int input, const Shape& shape) {
 }
 
 }  // namespace
+
+// var/std over several axes, one of them dynamic (no reshape merges them
+// into one row): the law of total variance over groups of equal size, one
+// axis at a time from the last, in f32 — the population variance over axes
+// A + [a] is the mean over A of var(x, a) plus the population variance over
+// A of mean(x, a) — then scaled by N / max(0, N - correction) as torch does,
+// N counted as a sum of ones over the axes (exact to 2^24; past that the
+// factor is off by about 1e-7 of 1/N). Every step reduces one axis, which
+// the caller's next pass normalizes (a reduction over several axes would
+// need two more passes).
+static int varOverAxes(Graph& ng, const Node& n, int operand) {
+  // Sums and means over several axes one axis at a time, the last first
+  // (equal groups: a mean of means is the mean), each of which the caller's
+  // next pass normalizes.
+  auto eachAxis = [](Tensor t, std::vector<int64_t> axes, bool isMean) {
+    std::sort(axes.begin(), axes.end());
+    for (auto a = axes.rbegin(); a != axes.rend(); ++a) t = isMean ? mean(t, Axes(*a), true) : sum(t, Axes(*a), true);
+    return t;
+  };
+  Tensor cur = ng.tensor(operand);
+  if (cur.dtype() != DType::F32) cur = cast(cur, DType::F32);
+  std::vector<int64_t> rest = n.axes;
+  std::sort(rest.begin(), rest.end());
+  std::optional<Tensor> total;
+  while (rest.size() > 1) {
+    const int64_t a = rest.back();
+    rest.pop_back();
+    const Tensor within = eachAxis(var(cur, Axes(a), 0, true), rest, true);
+    total = total ? *total + within : within;
+    cur = mean(cur, Axes(a), true);
+  }
+  Tensor v = *total + var(cur, Axes(rest), 0, true);
+  if (n.correction != 0) {
+    // Ones as an expression of x (x's row kernels count them alongside).
+    const Tensor one = cast(isnan(ng.tensor(operand)), DType::F32) * 0.0 + 1.0;
+    const Tensor count = eachAxis(one, n.axes, false);
+    v = v * (count / maximum(count - static_cast<double>(n.correction), 0.0));
+  }
+  if (n.op == Op::Std) v = sqrt(v);
+  if (v.dtype() != n.dtype) v = cast(v, n.dtype);
+  return v.shape() == n.shape ? v.id() : addReshape(ng, v.id(), n.shape);
+}
 
 Graph normalizeReductions(const Graph& g) {
   return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
@@ -118,6 +161,8 @@ Graph normalizeReductions(const Graph& g) {
       }
       return addReshape(ng, prev, n.shape);
     }
+    if (reducedDims.size() > 1 && dynamicReduced && (n.op == Op::Var || n.op == Op::Std))
+      return varOverAxes(ng, n, c.inputs[0]);
     if (reducedDims.size() != 1) {
       int64_t len = 1;
       for (const Dim& d : reducedDims) {
