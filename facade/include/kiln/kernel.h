@@ -24,12 +24,15 @@
 // which the process-wide registry keeps to the end of the process.
 //
 // Concurrency: launching one Kernel from several threads is safe (the host
-// side of a multi-kernel launch takes a lock). But all launches of a
-// multi-kernel graph share its one workspace, on the GPU too: launches that
-// could run at the same time on different streams would overwrite each
-// other's intermediates. Order them (same stream, or events), and remember
-// that compile() of an equal graph returns the same Kernel, workspace
-// included. Single-kernel graphs (most) have no workspace and no such rule.
+// side of a multi-kernel launch takes a lock). But all launches of a graph
+// with a workspace share it, on the GPU too: launches that could run at
+// the same time on different streams would overwrite each other's
+// intermediates (and block counters). Order them (same stream, or events),
+// and remember that compile() of an equal graph returns the same Kernel,
+// workspace included. explain() lists a workspace: multi-kernel graphs,
+// grid tails (cross_entropy's mean) and rows split across blocks (a whole
+// tensor of dynamic or odd length) have one; other graphs have none and no
+// such rule.
 #pragma once
 
 #include <cstdint>
