@@ -63,6 +63,9 @@ constexpr int64_t kMaxResidentBytes = 200 * 1024;
 // an entry's text until the entry is written (see emitEntry).
 constexpr const char* kTreeSpanMark = "KILN_TREE_SPAN";
 bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+// A gpu-scope acquire-release fence (orders a block's global writes before
+// its count of finished blocks, and the last block's reads after it).
+constexpr const char* kFenceGpu = "llvm.inline_asm has_side_effects \"fence.acq_rel.gpu;\", \"~{memory}\"  : () -> ()";
 
 // The domain of a row sub-graph: the operand shape of its reductions.
 Shape domainOf(const Graph& g) {
@@ -128,6 +131,12 @@ class RowEmitter {
   };
   TailFunction tailFunction(const std::string& fname);
   void lastBlock(MlirWriter& w, const std::vector<std::string>& outPtrs);
+  // Counts this block finished on `counter` (type `ty`, i32 or i64) and
+  // returns, in every thread, whether it was the last (i1): see lastBlock.
+  // `lastOld(w)`: the counter's value the last block sees before its add;
+  // `reset`: that block puts the counter back to zero right away.
+  std::string countFinished(MlirWriter& w, const std::string& counter, const std::string& ty,
+                            const std::function<std::string(MlirWriter&)>& lastOld, bool reset);
   const Graph* tail_ = nullptr;
   std::string tailCounter_;
   bool asTail_ = false;  // this emitter writes a grid tail function
@@ -1135,7 +1144,6 @@ void RowEmitter::mergeAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& a
   int E = 0;
   for (const Acc* a : accs) E += static_cast<int>(a->types.size());
   splitEntries_ = E;
-  const std::string fence = "llvm.inline_asm has_side_effects \"fence.acq_rel.gpu;\", \"~{memory}\"  : () -> ()";
   const std::string scratch = outPtr_.at(g_.outputs().size());
   std::string rowBase = w.assign("arith.muli " + r_ + ", " + w.integer(1 + static_cast<int64_t>(S) * E, "i64") + " : i64");
   std::string counter = w.assign("llvm.getelementptr inbounds " + scratch + "[" + rowBase +
@@ -1158,28 +1166,9 @@ void RowEmitter::mergeAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& a
              " : i64} : " + accs[k]->types[i] + ", !llvm.ptr<1>");
   w.dedent();
   w.line("}");
-  // The flag travels through shared memory at offset 0: the barrier first
-  // (the block tree's warps have read their slots).
-  w.line("gpu.barrier");
-  std::string flag = w.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
-  w.line("scf.if " + first + " {");
-  w.indent();
-  w.line(fence);
-  std::string old = w.assign("llvm.atomicrmw add " + counter + ", " + w.integer(1, "i64") + " acq_rel : !llvm.ptr<1>, i64");
-  std::string last = w.assign("arith.cmpi eq, " + old + ", " +
-                              w.assign("arith.subi " + splitParts_ + ", " + w.integer(1, "i64") + " : i64") + " : i64");
-  w.line("llvm.store " + w.assign("arith.extui " + last + " : i1 to i32") + ", " + flag + " : i32, !llvm.ptr<3>");
-  w.line("scf.if " + last + " {");
-  w.indent();
-  w.line("llvm.store " + w.integer(0, "i64") + ", " + counter + " : i64, !llvm.ptr<1>");
-  w.dedent();
-  w.line("}");
-  w.dedent();
-  w.line("}");
-  w.line("gpu.barrier");
-  std::string seen = w.assign("llvm.load " + flag + " : !llvm.ptr<3> -> i32");
-  w.line("gpu.barrier");  // every thread has read the flag before the trees reuse the memory
-  splitLast_ = w.assign("arith.cmpi ne, " + seen + ", " + w.integer(0, "i32") + " : i32");
+  splitLast_ = countFinished(w, counter, "i64", [&](MlirWriter& b) {
+    return b.assign("arith.subi " + splitParts_ + ", " + b.integer(1, "i64") + " : i64");
+  }, true);
   std::string types, own;
   for (size_t k = 0; k < accs.size(); ++k)
     for (size_t i = 0; i < accs[k]->types.size(); ++i) {
@@ -1189,7 +1178,7 @@ void RowEmitter::mergeAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& a
   std::string res = w.fresh();
   w.line(res + ":" + std::to_string(E) + " = scf.if " + splitLast_ + " -> (" + types + ") {");
   w.indent();
-  w.line(fence);
+  w.line(kFenceGpu);
   std::vector<std::vector<std::string>> merged;
   for (const Acc* a : accs) merged.push_back(identity(w, *a));
   std::string parts32 = w.assign("arith.trunci " + splitParts_ + " : i64 to i32");
@@ -2163,6 +2152,34 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   return text;
 }
 
+std::string RowEmitter::countFinished(MlirWriter& w, const std::string& counter, const std::string& ty,
+                                      const std::function<std::string(MlirWriter&)>& lastOld, bool reset) {
+  // The flag travels through shared memory at offset 0: the barrier first
+  // (the block trees' warps have read their slots).
+  w.line("gpu.barrier");
+  std::string flag = w.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
+  std::string first = w.assign("arith.cmpi eq, " + tidRaw_ + ", " + w.integer(0, "i32") + " : i32");
+  w.line("scf.if " + first + " {");
+  w.indent();
+  w.line(kFenceGpu);
+  std::string old = w.assign("llvm.atomicrmw add " + counter + ", " + w.integer(1, ty) + " acq_rel : !llvm.ptr<1>, " + ty);
+  std::string last = w.assign("arith.cmpi eq, " + old + ", " + lastOld(w) + " : " + ty);
+  w.line("llvm.store " + w.assign("arith.extui " + last + " : i1 to i32") + ", " + flag + " : i32, !llvm.ptr<3>");
+  if (reset) {
+    w.line("scf.if " + last + " {");
+    w.indent();
+    w.line("llvm.store " + w.integer(0, ty) + ", " + counter + " : " + ty + ", !llvm.ptr<1>");
+    w.dedent();
+    w.line("}");
+  }
+  w.dedent();
+  w.line("}");
+  w.line("gpu.barrier");
+  std::string seen = w.assign("llvm.load " + flag + " : !llvm.ptr<3> -> i32");
+  w.line("gpu.barrier");  // every thread has read the flag before the trees reuse the memory
+  return w.assign("arith.cmpi ne, " + seen + ", " + w.integer(0, "i32") + " : i32");
+}
+
 // The grid tail's call: a block barrier orders every thread's writes
 // before thread 0, whose fence (cumulative: it covers what the barrier
 // ordered before it) makes them visible device-wide before it counts the
@@ -2177,26 +2194,13 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
 void RowEmitter::lastBlock(MlirWriter& w, const std::vector<std::string>& outPtrs) {
   const size_t numOut = g_.outputs().size();
   const std::string counter = outPtrs.at(numOut);
-  const std::string fence = "llvm.inline_asm has_side_effects \"fence.acq_rel.gpu;\", \"~{memory}\"  : () -> ()";
-  w.line("gpu.barrier");
-  std::string flag = w.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
-  std::string first = w.assign("arith.cmpi eq, " + tidRaw_ + ", " + w.integer(0, "i32") + " : i32");
-  w.line("scf.if " + first + " {");
+  const std::string seen = countFinished(w, counter, "i32", [](MlirWriter& b) {
+    std::string grid = b.assign("arith.index_cast " + b.assign("gpu.grid_dim x") + " : index to i32");
+    return b.assign("arith.subi " + grid + ", " + b.integer(1, "i32") + " : i32");
+  }, false);
+  w.line("scf.if " + seen + " {");
   w.indent();
-  w.line(fence);
-  std::string old = w.assign("llvm.atomicrmw add " + counter + ", " + w.integer(1, "i32") + " acq_rel : !llvm.ptr<1>, i32");
-  std::string grid = w.assign("arith.index_cast " + w.assign("gpu.grid_dim x") + " : index to i32");
-  std::string last = w.assign("arith.cmpi eq, " + old + ", " +
-                              w.assign("arith.subi " + grid + ", " + w.integer(1, "i32") + " : i32") + " : i32");
-  w.line("llvm.store " + w.assign("arith.extui " + last + " : i1 to i32") + ", " + flag + " : i32, !llvm.ptr<3>");
-  w.dedent();
-  w.line("}");
-  w.line("gpu.barrier");
-  std::string seen = w.assign("llvm.load " + flag + " : !llvm.ptr<3> -> i32");
-  w.line("gpu.barrier");  // every thread has read the flag before the tail's trees reuse the memory
-  w.line("scf.if " + w.assign("arith.cmpi ne, " + seen + ", " + w.integer(0, "i32") + " : i32") + " {");
-  w.indent();
-  w.line(fence);
+  w.line(kFenceGpu);
   std::vector<std::string> args, types;
   for (const std::string& in : tailFn_.inputs) {
     size_t o = 0;
@@ -2219,6 +2223,7 @@ void RowEmitter::lastBlock(MlirWriter& w, const std::vector<std::string>& outPtr
     t += (i ? ", " : "") + types[i];
   }
   w.line("llvm.call @" + tailFn_.name + "(" + a + ") : (" + t + ") -> ()");
+  std::string first = w.assign("arith.cmpi eq, " + tidRaw_ + ", " + w.integer(0, "i32") + " : i32");
   w.line("scf.if " + first + " {");
   w.indent();
   w.line("llvm.store " + w.integer(0, "i32") + ", " + counter + " : i32, !llvm.ptr<1>");
