@@ -189,6 +189,12 @@ class RowEmitter {
   // merged every block's states and stores the row's results).
   std::string splitLen_, splitLast_, splitParts_;  // ... and S', the row's blocks at this launch (i64)
   int splitEntries_ = 0;
+  // The rows of a domain whose leading dims are static (a split row's).
+  int64_t staticRowCount() const {
+    int64_t rows = 1;
+    for (int j = 0; j + 1 < k_; ++j) rows *= dom_[j].size;
+    return rows;
+  }
 
   // level passes
   void levelPersistent(int level, int chunks, const std::vector<std::string>& valid);
@@ -1876,10 +1882,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // rank * P (P: whole steps, about N / S'; the last parts shorter or
     // empty).
     t_ = tid;
-    int64_t rowCount = 1;
-    for (int j = 0; j + 1 < k_; ++j) rowCount *= dom_[j].size;
     std::string grid = pre.assign("arith.index_cast " + pre.assign("gpu.grid_dim x") + " : index to i64");
-    splitParts_ = pre.assign("arith.divui " + grid + ", " + pre.integer(rowCount, "i64") + " : i64");
+    splitParts_ = pre.assign("arith.divui " + grid + ", " + pre.integer(staticRowCount(), "i64") + " : i64");
     r_ = pre.assign("arith.divui " + bid + ", " + splitParts_ + " : i64");
     std::string rank64 = pre.assign("arith.subi " + bid + ", " + pre.assign("arith.muli " + r_ + ", " + splitParts_ + " : i64") + " : i64");
     rank_ = pre.assign("arith.trunci " + rank64 + " : i64 to i32");
@@ -2385,11 +2389,9 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     // counter, then S states of splitEntries_ components. A workspace
     // tensor of this kernel's own, zero when allocated; each row's last
     // block puts its counter back to zero.
-    int64_t rowsCount = 1;
-    for (const Dim& dim : rows) rowsCount *= dim.size;
     k.tensors.push_back({.name = name + "_parts",
                          .dtype = DType::I64,
-                         .shape = {Dim(rowsCount * (1 + static_cast<int64_t>(cfg_.split) * splitEntries_))},
+                         .shape = {Dim(staticRowCount() * (1 + static_cast<int64_t>(cfg_.split) * splitEntries_))},
                          .output = true,
                          .workspace = true,
                          .alignment = 0});
@@ -2425,12 +2427,10 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     // rows), at least one (an empty row's result is the identity's). The
     // last block's flag in shared memory.
     const int64_t step = static_cast<int64_t>(cfg_.threadsPerRow) * std::max(1, cfg_.vector) * cfg_.unroll;
-    int64_t rowCount = 1;
-    for (const Dim& dim : rows) rowCount *= dim.size;
     k.launch.iterShape.push_back(dom_[k_ - 1]);
     k.launch.tile = {step};
-    k.launch.maxBlocks = rowCount * cfg_.split;
-    k.launch.minBlocks = rowCount;
+    k.launch.maxBlocks = staticRowCount() * cfg_.split;
+    k.launch.minBlocks = staticRowCount();
     k.launch.sharedBytes = std::max(k.launch.sharedBytes, 16);
   }
   if (tail_) {
@@ -2776,8 +2776,9 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     const int64_t span = static_cast<int64_t>(u) * c.vector;
     const int64_t t = N / span;
     const bool fewRows = staticRows >= 0 && t > 0 && staticRows < static_cast<int64_t>(options.smCount) * (2048 / t);
-    heldForFewRows = N % span == 0 && isPow2(t) && t >= 128 && t <= 512 && fewRows;
-    if (N % span == 0 && isPow2(t) && t >= 128 && t <= 512 && !fewRows) {
+    const bool loopable = N % span == 0 && isPow2(t) && t >= 128 && t <= 512;
+    heldForFewRows = loopable && fewRows;
+    if (loopable && !fewRows) {
       c.persistent = false;
       c.evict = lightF32 ? 2 : 1;
       c.unroll = u;

@@ -425,9 +425,9 @@ struct KernelRegistry {
   rt::launch(pk.vectorized, cfg, params.data());
 }
 
+// The caller has checked the kernel's dim bounds (GridRule::check).
 void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock& block, void* stream) {
   const auto dimValue = [&](size_t d) { return block.dimValue(d); };
-  pk.grid.check(dimValue, pk.ck->name);
   const int64_t blocks = pk.grid.blocks(dimValue);
   if (blocks == 0) return;
   const compiler::LaunchGeometry& lg = pk.ck->launch;
@@ -625,6 +625,7 @@ void Kernel::launch(std::span<const TensorView> tensors, std::span<const int64_t
     const PreparedKernel& pk = impl_->kernels[0];
     rt::ArgBlock block;
     pk.packer->pack(block, tensors, dims, scalars);
+    pk.grid.check([&](size_t d) { return block.dimValue(d); }, pk.ck->name);
     ensureLoaded(*impl_);
     launchOne(*impl_, pk, block, stream);
     return;
