@@ -130,6 +130,10 @@ std::vector<Case> allCases() {
   for (DType t : {DType::F32, DType::BF16}) cs.push_back({Kind::SumAll, 32768, 4096, t, false, false, true});
   for (DType t : {DType::F32, DType::BF16})
     for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, 32768, 4096, t, false, false, true});
+  // Dynamic row lengths past 4096: the same shapes as the static rows above.
+  for (DType t : {DType::F32, DType::BF16})
+    for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, 4096, 32768, t, false, false, true});
+  for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, 1024, 262144, DType::F32, false, false, true});
   for (DType t : {DType::F32, DType::BF16}) {
     cs.push_back({Kind::SumAll, 32768, 4096, t, false, true});
     cs.push_back({Kind::SumCols, 32768, 4096, t, false, true});
