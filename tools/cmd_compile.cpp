@@ -31,6 +31,10 @@ const char* kCompileHelp =
     "\n"
     "  --dim NAME=VALUE  specialize a dynamic dim to a static size; dims left\n"
     "                    unbound stay kernel parameters\n"
+    "  --hint NAME=VALUE a value a dynamic dim is expected to take: the\n"
+    "                    heuristics' configs for it (a long dynamic row length\n"
+    "                    gets the long-row config; at launch, the facade builds\n"
+    "                    such a variant for values outside a kernel's range)\n"
     "  --chip sm_XY      target SM (default sm_90)\n"
     "  --pointwise-config JSON, --row-config JSON, --matmul-config JSON\n"
     "                    replace the heuristic's choices in every kernel of that\n"
@@ -61,7 +65,7 @@ nlohmann::json shapeJson(const Shape& shape) {
 
 int runCompile(int argc, char** argv) {
   int rc = 0;
-  std::optional<Args> parsed = parseFileCommand(argc, argv, kCompileHelp, {"dim", "emit", "chip", "pointwise-config", "row-config", "matmul-config"}, rc);
+  std::optional<Args> parsed = parseFileCommand(argc, argv, kCompileHelp, {"dim", "hint", "emit", "chip", "pointwise-config", "row-config", "matmul-config"}, rc);
   if (!parsed) return rc;
   const Args& a = *parsed;
   Graph g = parseGraphFile(a.positional[0]);
@@ -72,6 +76,12 @@ int runCompile(int argc, char** argv) {
     if (std::find(known.begin(), known.end(), name) == known.end())
       throw Error("kiln: --dim " + name + ": the graph has no dynamic dim named " + name);
   g = bindDims(g, bind);
+  DimBindings hints = parseDims(a.all("hint"));
+  known = g.dynamicDims();
+  for (const auto& [name, v] : hints)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw Error("kiln: --hint " + name + ": the graph has no dynamic dim named " + name +
+                  (bind.empty() ? "" : " (after --dim)"));
 
   std::string emit = a.get("emit").value_or(a.has("json") ? "" : "ptx");
   if (!emit.empty() && emit != "graph" && emit != "mlir" && emit != "cuda" && emit != "ptx" && emit != "cubin")
@@ -86,6 +96,7 @@ int runCompile(int argc, char** argv) {
     if (auto c = a.get("pointwise-config")) opts.configOverride = *c;
     if (auto c = a.get("row-config")) opts.rowConfigOverride = *c;
     if (auto c = a.get("matmul-config")) opts.matmulConfigOverride = *c;
+    for (const auto& [name, v] : hints) opts.dimHints[name] = v;
     compiler::CompiledGraph cg = compileGraphCached(g, opts, !a.has("no-cache"));
     if (a.has("json")) {
       nlohmann::json kernels = nlohmann::json::array();
@@ -118,6 +129,10 @@ int runCompile(int argc, char** argv) {
         for (const compiler::StageTime& s : k.stages) stages[s.name] = s.ms;
         j["stages_ms"] = stages;
         j["cache"] = k.cache;
+        nlohmann::json preferred = nlohmann::json::array();
+        for (const compiler::LaunchGeometry::DimRange& r : k.launch.preferred)
+          preferred.push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
+        j["preferred"] = preferred;
         kernels.push_back(j);
       }
       nlohmann::json workspace = nlohmann::json::array();

@@ -130,8 +130,9 @@ bool wholeRowConfig(const std::string& j) {
   return true;
 }
 
-RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long i) {
-  RowConfig cfg = rowHeuristic(kp.graph, options, kp.tail != nullptr);
+RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long i,
+                      std::vector<LaunchGeometry::DimRange>* preferred = nullptr) {
+  RowConfig cfg = rowHeuristic(kp.graph, options, kp.tail != nullptr, preferred);
   auto apply = [&](const std::string& j) {
     if (wholeRowConfig(j)) cfg = RowConfig{};
     applyRowOverride(cfg, j);
@@ -244,6 +245,8 @@ std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileO
   return out;
 }
 
+int64_t dimHintClass(int64_t value) { return value > kShortDynamicRow ? kShortDynamicRow + 1 : 0; }
+
 bool tuneAllocatorForCompilation() {
 #if defined(__GLIBC__)
   bool ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
@@ -324,7 +327,8 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
           return judged && r.spillStoreBytes > 0;
         });
       };
-      RowConfig cfg = rowConfigOf(kp, options, i);
+      std::vector<LaunchGeometry::DimRange> preferred;
+      RowConfig cfg = rowConfigOf(kp, options, i, &preferred);
       k = buildRow(cfg);
       // The heuristic's register estimates are checked against ptxas's
       // report; a kernel that spills is rebuilt in the next form down
@@ -377,6 +381,9 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
         cfg.unroll /= 2;
         k = buildRow(cfg);
       }
+      // The heuristic's config was chosen for a range of a dynamic row
+      // length; a given one stands for every value.
+      if (heuristic) k.launch.preferred = std::move(preferred);
     }
     k.compileMs = msSince(tk) + planMs / numKernels;
     // The workspace a schedule keeps for itself, listed for the launcher.

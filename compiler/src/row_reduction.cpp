@@ -2544,7 +2544,8 @@ int64_t partValuesPerThread(int64_t n, int64_t parts, int64_t threads, int vecto
 
 }  // namespace
 
-RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail) {
+RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail,
+                       std::vector<LaunchGeometry::DimRange>* preferred) {
   RowConfig c;
   Shape d = domainOf(g);
   int minSize = 16;
@@ -2601,6 +2602,23 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     c.threadsPerRow = c.threads = 128;
     c.unroll = 4;
     if (smNumber(options.chip) >= 80) c.evict = 1;
+    // Rows longer than kShortDynamicRow (the launch's value as a hint,
+    // CompileOptions::dimHints; the facade builds this variant for such a
+    // launch): 512 threads a row. With 128, the blocks that fit at once
+    // (16 per SM) read more rows than L2 holds, so the last pass reads its
+    // row from DRAM again. Measured on the H200 (2026-12-02, session 24
+    // call 1, TB/s; softmax / rmsnorm f32, then bf16): N = 32768 (4096
+    // rows) at 128 threads 2.65 / 2.68, 2.76 / 2.72; at 512 3.79 / 4.02,
+    // 3.76 / 4.01 (static kernels 4.06 / 4.18, 3.98 / 4.07); at 1024 3.42 /
+    // 3.93, 2.35 / 3.36. N = 262144 f32 (1024 rows): 2.57 / 2.47 at 128,
+    // 2.72 / 2.79 at 512, 2.78 / 2.72 at 1024 (the held clusters of the
+    // static kernels 3.98 / 4.01: a dynamic length is not held).
+    const auto hint = options.dimHints.find(nd.name);
+    const bool longRows = hint != options.dimHints.end() && hint->second > kShortDynamicRow;
+    if (longRows) c.threadsPerRow = c.threads = 512;
+    if (preferred)
+      preferred->push_back(longRows ? LaunchGeometry::DimRange{nd.name, kShortDynamicRow + 1, std::numeric_limits<int64_t>::max()}
+                                    : LaunchGeometry::DimRange{nd.name, 0, kShortDynamicRow});
     return c;
   }
   const int64_t N = nd.size;

@@ -80,8 +80,10 @@ compiler::KernelTensor tensorFrom(const json& j) {
 // launch geometry's tile (matmul grids count output tiles); 5: its cluster;
 // 6: its minimum blocks (a row kernel's grid tail); 7: resident grids (row
 // kernels that loop over rows); 8: its dim bounds (dims counted in 32 bits);
-// 9: the dims the vectorized entry needs multiples of (dynamic row lengths).
-constexpr int kFormat = 9;
+// 9: the dims the vectorized entry needs multiples of (dynamic row lengths);
+// 10: the dim ranges a heuristic config was chosen for (and dim hints in the
+// key).
+constexpr int kFormat = 10;
 
 }  // namespace
 
@@ -95,6 +97,8 @@ std::string cacheKey(const Graph& g, const compiler::CompileOptions& o) {
                   "\nconfig " + o.configOverride + "\nrowConfig " + o.rowConfigOverride + "\nmatmulConfig " +
                   o.matmulConfigOverride + "\n";
   for (const auto& [index, config] : o.kernelConfigs) k += "kernelConfig " + std::to_string(index) + " " + config + "\n";
+  for (const auto& [dim, value] : o.dimHints)
+    k += "dimHint " + dim + " " + std::to_string(compiler::dimHintClass(value)) + "\n";
   k += g.toText();
   return rt::hashHex(k);
 }
@@ -160,6 +164,9 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["launch"]["vector_multiples"] = json::array();
     for (const auto& m : k.launch.vectorMultiples)
       jk["launch"]["vector_multiples"].push_back({{"dim", m.dim}, {"multiple", m.multiple}});
+    jk["launch"]["preferred"] = json::array();
+    for (const auto& r : k.launch.preferred)
+      jk["launch"]["preferred"].push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
     jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
@@ -226,6 +233,8 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
         k.launch.dimBounds.push_back({b.at("dim").get<std::string>(), b.at("max").get<int64_t>(), b.at("what").get<std::string>()});
       for (const json& m : l.at("vector_multiples"))
         k.launch.vectorMultiples.push_back({m.at("dim").get<std::string>(), m.at("multiple").get<int64_t>()});
+      for (const json& r : l.at("preferred"))
+        k.launch.preferred.push_back({r.at("dim").get<std::string>(), r.at("min").get<int64_t>(), r.at("max").get<int64_t>()});
       k.source = blobString(blobs, jk.at("source"));
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -88,6 +89,13 @@ struct Kernel::Impl {
   std::string chip;
   bool diskCache = true;
   std::vector<std::string> tuningNotes;  // per kernel: where its config came from
+  // Builds of the graph for dim values outside the ranges its kernels'
+  // configs were chosen for (LaunchGeometry::preferred), each compiled
+  // with the first such launch's values as hints (CompileOptions::
+  // dimHints); a launch takes the first whose ranges hold its values.
+  std::mutex variantsMutex;
+  std::vector<std::shared_ptr<Impl>> variants;
+  bool isVariant = false;  // a variant launches itself whatever the values
 };
 
 namespace {
@@ -581,6 +589,12 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
     if (m.multiple < 1) throw bad("a vector multiple below 1");
     r.multiples.push_back({index, m.multiple});
   }
+  for (const compiler::LaunchGeometry::DimRange& p : g.preferred) {
+    const int index = dimIndex(p.dim);
+    if (index < 0) throw bad("its config was chosen for a range of dim " + p.dim + ", which the kernel does not take");
+    if (p.min > p.max) throw bad("an empty range of dim " + p.dim);
+    r.preferred.push_back({index, p.min, p.max});
+  }
   return r;
 }
 
@@ -617,25 +631,77 @@ Kernel kernelFromCompiled(const Graph& graph, compiler::CompiledGraph compiled, 
 
 }  // namespace detail
 
-void Kernel::launch(std::span<const TensorView> tensors, std::span<const int64_t> dims,
-                    std::span<const ScalarArg> scalars, void* stream) const {
-  if (!impl_) throw Error("kiln: launch of an empty Kernel handle (use kiln::compile)");
-  if (impl_->kernels.size() == 1 && impl_->kernels[0].identity) {
+namespace {
+
+// Whether every kernel of `impl` was configured for these values of the
+// graph's dims (LaunchGeometry::preferred).
+bool preferredFor(const Kernel::Impl& impl, std::span<const int64_t> graphDims) {
+  for (const PreparedKernel& pk : impl.kernels)
+    if (!pk.grid.inPreferred([&](size_t d) { return graphDims[static_cast<size_t>(pk.dimMap[d])]; })) return false;
+  return true;
+}
+
+// The build of impl's graph configured for these dim values: one built
+// before, or a new one compiled with them as hints (once per range: later
+// launches of the same range find it).
+[[gnu::noinline]] Kernel::Impl& variantFor(Kernel::Impl& impl, std::span<const int64_t> graphDims) {
+  std::lock_guard<std::mutex> lock(impl.variantsMutex);
+  for (const std::shared_ptr<Kernel::Impl>& v : impl.variants)
+    if (preferredFor(*v, graphDims)) return *v;
+  compiler::CompileOptions co = impl.options;
+  for (const compiler::CompiledKernel& ck : impl.compiled.kernels)
+    for (const compiler::LaunchGeometry::DimRange& r : ck.launch.preferred)
+      co.dimHints[r.dim] = graphDims[static_cast<size_t>(impl.sig.findDim(r.dim))];
+  std::shared_ptr<Kernel::Impl> v = newImpl(impl.graph, co, impl.chip);
+  v->diskCache = impl.diskCache;
+  v->isVariant = true;
+  v->tuningNotes = impl.tuningNotes;
+  v->compiled = compileGraphCached(v->graph, v->options, v->diskCache);
+  prepare(*v);
+  impl.variants.push_back(v);
+  return *v;
+}
+
+void launchGraph(Kernel::Impl& impl, std::span<const TensorView> tensors, std::span<const int64_t> dims,
+                 std::span<const ScalarArg> scalars, void* stream) {
+  std::array<int64_t, rt::ArgBlock::kMaxParams> graphDims;
+  if (impl.kernels.size() == 1 && impl.kernels[0].identity) {
     // One kernel whose signature is the graph's: one pack, one launch.
-    const PreparedKernel& pk = impl_->kernels[0];
+    const PreparedKernel& pk = impl.kernels[0];
     rt::ArgBlock block;
     pk.packer->pack(block, tensors, dims, scalars);
-    pk.grid.check([&](size_t d) { return block.dimValue(d); }, pk.ck->name);
-    ensureLoaded(*impl_);
-    launchOne(*impl_, pk, block, stream);
+    const auto dimValue = [&](size_t d) { return block.dimValue(d); };
+    pk.grid.check(dimValue, pk.ck->name);
+    if (!impl.isVariant && !pk.grid.inPreferred(dimValue)) [[unlikely]] {
+      for (size_t d = 0; d < impl.sig.dims.size(); ++d) graphDims[d] = block.dimValue(d);
+      launchGraph(variantFor(impl, std::span<const int64_t>(graphDims.data(), impl.sig.dims.size())), tensors, dims,
+                  scalars, stream);
+      return;
+    }
+    ensureLoaded(impl);
+    launchOne(impl, pk, block, stream);
     return;
   }
   // Several kernels: check everything against the graph first (so dims are
   // consistent across kernels), then pack each kernel's share.
   rt::ArgBlock full;
-  impl_->packer->pack(full, tensors, dims, scalars);
-  ensureLoaded(*impl_);
-  launchKernels(*impl_, tensors, scalars, full, stream);
+  impl.packer->pack(full, tensors, dims, scalars);
+  for (size_t d = 0; d < impl.sig.dims.size(); ++d) graphDims[d] = full.dimValue(d);
+  const std::span<const int64_t> values(graphDims.data(), impl.sig.dims.size());
+  if (!impl.isVariant && !preferredFor(impl, values)) [[unlikely]] {
+    launchGraph(variantFor(impl, values), tensors, dims, scalars, stream);
+    return;
+  }
+  ensureLoaded(impl);
+  launchKernels(impl, tensors, scalars, full, stream);
+}
+
+}  // namespace
+
+void Kernel::launch(std::span<const TensorView> tensors, std::span<const int64_t> dims,
+                    std::span<const ScalarArg> scalars, void* stream) const {
+  if (!impl_) throw Error("kiln: launch of an empty Kernel handle (use kiln::compile)");
+  launchGraph(*impl_, tensors, dims, scalars, stream);
 }
 
 void Kernel::launch(const Args& args, void* stream) const {
@@ -690,6 +756,13 @@ std::string Kernel::explain() const {
       os << "    dim " << b.dim << " at most " << b.max << " (" << b.what << ", counted in 32 bits; checked at launch)\n";
     for (const compiler::LaunchGeometry::DimMultiple& m : k.launch.vectorMultiples)
       os << "    vectorized entry where dim " << m.dim << " is a multiple of " << m.multiple << " (else the scalar entry)\n";
+    for (const compiler::LaunchGeometry::DimRange& r : k.launch.preferred) {
+      os << "    config chosen for dim " << r.dim << " ";
+      if (r.max == std::numeric_limits<int64_t>::max()) os << "at least " << r.min;
+      else if (r.min <= 0) os << "at most " << r.max;
+      else os << "in [" << r.min << ", " << r.max << "]";
+      os << " (a launch outside builds, once, the graph configured for it)\n";
+    }
     for (const auto& r : k.resources)
       os << "    " << r.kernel << ": " << r.registers << " registers, " << r.spillStoreBytes
          << " bytes spill stores, " << r.spillLoadBytes << " bytes spill loads\n";

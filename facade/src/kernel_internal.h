@@ -34,6 +34,19 @@ struct GridRule {
   // Dims the vectorized entry needs multiples of (LaunchGeometry::
   // vectorMultiples): (kernel dim index, multiple).
   std::vector<std::pair<int, int64_t>> multiples;
+  // The dim values the kernel's config was chosen for (LaunchGeometry::
+  // preferred): (kernel dim index, min, max).
+  struct Range {
+    int index = 0;
+    int64_t min = 0, max = 0;
+  };
+  std::vector<Range> preferred;
+  template <class DimValue>
+  bool inPreferred(const DimValue& dimValue) const {
+    for (const Range& r : preferred)
+      if (const int64_t v = dimValue(static_cast<size_t>(r.index)); v < r.min || v > r.max) return false;
+    return true;
+  }
   template <class DimValue>
   bool vectorFits(const DimValue& dimValue) const {
     for (const auto& [d, m] : multiples)

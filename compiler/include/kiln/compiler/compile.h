@@ -91,6 +91,18 @@ struct LaunchGeometry {
     bool operator==(const DimMultiple&) const = default;
   };
   std::vector<DimMultiple> vectorMultiples;
+  // The values of a dynamic dim that the heuristic chose this kernel's
+  // config for (a row reduction over a dynamic row length: short rows or
+  // long ones). The kernel runs correctly for any value; for a launch
+  // outside the range the facade builds, once, the graph again with the
+  // launch's value as a hint (CompileOptions::dimHints) and launches that.
+  // Empty when the config was given (an override, tuning).
+  struct DimRange {
+    std::string dim;
+    int64_t min = 0, max = 0;  // inclusive
+    bool operator==(const DimRange&) const = default;
+  };
+  std::vector<DimRange> preferred;
 };
 
 // A TMA tensor map the launcher builds for the kernel: the kernel takes one
@@ -163,7 +175,17 @@ struct CompileOptions {
   // and the tuning database set. A kernel given here is built exactly as
   // asked (no heuristic rebuild after the resource report).
   std::map<int, std::string> kernelConfigs;
+  // Values the graph's dynamic dims are expected to take at launch, read by
+  // the heuristics only (a row kernel's config for a dynamic row length;
+  // see LaunchGeometry::preferred). Any value compiles to the same kernels
+  // in function; only their configs differ.
+  std::map<std::string, int64_t> dimHints;
 };
+
+// What a dim hint's value stands for in the heuristics, which tell only
+// short dynamic rows from long ones (kShortDynamicRow): hints of one class
+// compile alike, so caches key on the class.
+KILN_COMPILER_API int64_t dimHintClass(int64_t value);
 
 struct CompiledGraph {
   std::string graphText;  // canonical text of the compiled graph
