@@ -134,6 +134,10 @@ std::vector<Case> allCases() {
   for (DType t : {DType::F32, DType::BF16})
     for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, 4096, 32768, t, false, false, true});
   for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, 1024, 262144, DType::F32, false, false, true});
+  // ... and either side of the short-row bound (kShortDynamicRow, 8192).
+  for (int64_t n : {8192, 16384})
+    for (DType t : {DType::F32, DType::BF16})
+      for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, (int64_t{1} << 27) / n, n, t, false, false, true});
   for (DType t : {DType::F32, DType::BF16}) {
     cs.push_back({Kind::SumAll, 32768, 4096, t, false, true});
     cs.push_back({Kind::SumCols, 32768, 4096, t, false, true});
@@ -677,6 +681,23 @@ bool runCase(const Case& c) {
     emitJson(j);
     return false;
   }
+  // A flat case's one dim: rows x cols (a whole sum) or cols (a row length).
+  DimBindings dims;
+  std::vector<int64_t> dimValues;
+  if (c.flat) {
+    dims["N"] = c.kind == Kind::SumAll ? c.rows * c.cols : c.cols;
+    dimValues.push_back(dims["N"]);
+  }
+  // The build these dims launch (a long dynamic row length: its variant).
+  try {
+    k = k.forDims(dimValues);
+  } catch (const std::exception& e) {
+    std::printf("%-40s FAIL (compile): %s\n", c.name().c_str(), e.what());
+    j["correct"] = false;
+    j["error"] = std::string("compile: ") + e.what();
+    emitJson(j);
+    return false;
+  }
   const auto& kernels = k.compiled().kernels;
   std::printf("%s", indent(k.explain(), "  | ").c_str());
   j["kernels"] = kernels.size();
@@ -695,13 +716,6 @@ bool runCase(const Case& c) {
     for (int id : g.params()) keys.push_back(inputKey(c, g.node(id)));
     for (auto it = inputCache.begin(); it != inputCache.end();)
       it = std::find(keys.begin(), keys.end(), it->first) == keys.end() ? inputCache.erase(it) : std::next(it);
-    // A flat case's one dim: rows x cols (a whole sum) or cols (a row length).
-    DimBindings dims;
-    std::vector<int64_t> dimValues;
-    if (c.flat) {
-      dims["N"] = c.kind == Kind::SumAll ? c.rows * c.cols : c.cols;
-      dimValues.push_back(dims["N"]);
-    }
     auto elements = [&](const Shape& s) {
       int64_t n = 1;
       for (int64_t d : resolveShape(s, dims)) n *= d;

@@ -81,6 +81,7 @@ void requireSameKernels(const compiler::CompiledGraph& a, const compiler::Compil
     CHECK(x.launch.resident == y.launch.resident);
     CHECK(x.launch.dimBounds == y.launch.dimBounds);
     CHECK(x.launch.vectorMultiples == y.launch.vectorMultiples);
+    CHECK(x.launch.preferred == y.launch.preferred);
     CHECK(x.source == y.source);
     REQUIRE(x.tensorMaps.size() == y.tensorMaps.size());
     for (size_t t = 0; t < x.tensorMaps.size(); ++t)
@@ -118,6 +119,8 @@ TEST_CASE("a multi-kernel graph with a workspace and scalars survives the disk c
   // A dynamic row length (the vectorized entry needs whole vectors) and a
   // split row (its blocks' states in a workspace of its own).
   g.output("s", sum(g.input("v", DType::BF16, {"N"})));
+  // A row kernel configured for a range of its dynamic row length.
+  g.output("p", softmax(g.input("u", DType::F32, {"R", "L"}), -1));
   compiler::CompileOptions o;
   compiler::CompiledGraph first = compileGraphCached(g, o, true, &fc.cache);
   REQUIRE(first.kernels.size() >= 2);
@@ -127,9 +130,22 @@ TEST_CASE("a multi-kernel graph with a workspace and scalars survives the disk c
                       [](const compiler::CompiledKernel& k) { return !k.launch.dimBounds.empty(); }));
   REQUIRE(std::any_of(first.kernels.begin(), first.kernels.end(),
                       [](const compiler::CompiledKernel& k) { return !k.launch.vectorMultiples.empty(); }));
+  REQUIRE(std::any_of(first.kernels.begin(), first.kernels.end(),
+                      [](const compiler::CompiledKernel& k) { return !k.launch.preferred.empty(); }));
   compiler::CompiledGraph second = compileGraphCached(g, o, true, &fc.cache);
   for (const auto& k : second.kernels) CHECK(k.cache == "hit");
   requireSameKernels(first, second);
+  // Dim hints key the cache by class: a long-row hint is another entry,
+  // and every long value of it the same one.
+  compiler::CompileOptions longRows = o;
+  longRows.dimHints["L"] = 40000;
+  for (const auto& k : compileGraphCached(g, longRows, true, &fc.cache).kernels) CHECK(k.cache == "miss");
+  longRows.dimHints["L"] = 9000;
+  compiler::CompiledGraph again = compileGraphCached(g, longRows, true, &fc.cache);
+  for (const auto& k : again.kernels) CHECK(k.cache == "hit");
+  CHECK(std::any_of(again.kernels.begin(), again.kernels.end(), [](const compiler::CompiledKernel& k) {
+    return !k.launch.preferred.empty() && k.launch.preferred[0].min == 8193;
+  }));
 }
 
 TEST_CASE("a Hopper matmul with an epilogue survives the disk cache field for field", "[compile][cache][matmul]") {

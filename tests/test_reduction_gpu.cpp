@@ -1113,17 +1113,51 @@ TEST_CASE("rows of a dynamic length match the reference in the vectorized and th
   for (test::GraphCase& c : test::reductionSweep({"R", "N"}, {false}))
     if (c.graph.outputs().size() && c.label.find(dtypeName(t)) != std::string::npos) cases.push_back(std::move(c));
   for (const test::GraphCase& c : cases)
-    for (int64_t n : {4096, 4097, 8, 7, 32768, 1, 24})
+    // (Lengths over kShortDynamicRow launch the long-row variant: 32768 its
+    // vectorized entry, 32771 its scalar one.)
+    for (int64_t n : {4096, 4097, 8, 7, 32768, 1, 24, 32771})
       for (size_t misalign : {size_t{0}, size_t{4}}) {
         // (i64 targets and indices need 8-byte pointers)
         const bool i64 = c.label.rfind("cross_entropy", 0) == 0 || c.label.rfind("arg", 0) == 0;
-        if (misalign && (n != 4096 || i64)) continue;
+        if (misalign && ((n != 4096 && n != 32768) || i64)) continue;
         INFO(c.label << " with N = " << n << (misalign ? ", base pointers 4 bytes off" : ""));
         test::RunOptions o = optionsFor(c, 64);
         o.dims["N"] = n;
         o.misalign = misalign;
         runAndCheck(c.graph, o);
       }
+}
+
+// A dynamic row length's kernel is configured for short rows; the first
+// launch with long rows builds the graph again configured for them (512
+// threads a row), which every later long launch reuses, while short
+// launches keep the first build (session 24).
+TEST_CASE("long dynamic rows launch a variant built once for them", "[gpu][reduction]") {
+  test::requireGpu();
+  for (DType t : {DType::F32, DType::BF16}) {
+    INFO(dtypeName(t));
+    Graph g;
+    Tensor x = g.input("x", t, {"R", "N"});
+    g.output("y", softmax(x, -1));
+    g.output("m", max(x, -1, false));
+    test::RunOptions o;
+    const Kernel k = compile(g, o.compile);
+    CHECK(k.explain().find("variant") == std::string::npos);
+    for (int64_t n : {4096, 40000, 65536, 8192, 8193}) {
+      INFO("N = " << n);
+      o.dims = {{"R", 37}, {"N", n}};
+      runAndCheck(g, o);
+    }
+    const std::string e = k.explain();
+    INFO(e);
+    CHECK(k.compiled().kernels.at(0).config.find("\"threads_per_row\": 128") != std::string::npos);
+    // One variant, for every long length: 512 threads a row.
+    const size_t first = e.find("variant built");
+    REQUIRE(first != std::string::npos);
+    CHECK(e.find("variant built", first + 1) == std::string::npos);
+    CHECK(e.find("\"threads_per_row\": 512", first) != std::string::npos);
+    CHECK(e.find("for dim N in [8193, ", first) != std::string::npos);
+  }
 }
 
 // var/std over several axes, one of them dynamic: the law of total variance

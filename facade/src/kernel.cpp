@@ -644,10 +644,10 @@ bool preferredFor(const Kernel::Impl& impl, std::span<const int64_t> graphDims) 
 // The build of impl's graph configured for these dim values: one built
 // before, or a new one compiled with them as hints (once per range: later
 // launches of the same range find it).
-[[gnu::noinline]] Kernel::Impl& variantFor(Kernel::Impl& impl, std::span<const int64_t> graphDims) {
+[[gnu::noinline]] std::shared_ptr<Kernel::Impl> variantFor(Kernel::Impl& impl, std::span<const int64_t> graphDims) {
   std::lock_guard<std::mutex> lock(impl.variantsMutex);
   for (const std::shared_ptr<Kernel::Impl>& v : impl.variants)
-    if (preferredFor(*v, graphDims)) return *v;
+    if (preferredFor(*v, graphDims)) return v;
   compiler::CompileOptions co = impl.options;
   for (const compiler::CompiledKernel& ck : impl.compiled.kernels)
     for (const compiler::LaunchGeometry::DimRange& r : ck.launch.preferred)
@@ -659,7 +659,7 @@ bool preferredFor(const Kernel::Impl& impl, std::span<const int64_t> graphDims) 
   v->compiled = compileGraphCached(v->graph, v->options, v->diskCache);
   prepare(*v);
   impl.variants.push_back(v);
-  return *v;
+  return v;
 }
 
 void launchGraph(Kernel::Impl& impl, std::span<const TensorView> tensors, std::span<const int64_t> dims,
@@ -674,7 +674,7 @@ void launchGraph(Kernel::Impl& impl, std::span<const TensorView> tensors, std::s
     pk.grid.check(dimValue, pk.ck->name);
     if (!impl.isVariant && !pk.grid.inPreferred(dimValue)) [[unlikely]] {
       for (size_t d = 0; d < impl.sig.dims.size(); ++d) graphDims[d] = block.dimValue(d);
-      launchGraph(variantFor(impl, std::span<const int64_t>(graphDims.data(), impl.sig.dims.size())), tensors, dims,
+      launchGraph(*variantFor(impl, std::span<const int64_t>(graphDims.data(), impl.sig.dims.size())), tensors, dims,
                   scalars, stream);
       return;
     }
@@ -689,7 +689,7 @@ void launchGraph(Kernel::Impl& impl, std::span<const TensorView> tensors, std::s
   for (size_t d = 0; d < impl.sig.dims.size(); ++d) graphDims[d] = full.dimValue(d);
   const std::span<const int64_t> values(graphDims.data(), impl.sig.dims.size());
   if (!impl.isVariant && !preferredFor(impl, values)) [[unlikely]] {
-    launchGraph(variantFor(impl, values), tensors, dims, scalars, stream);
+    launchGraph(*variantFor(impl, values), tensors, dims, scalars, stream);
     return;
   }
   ensureLoaded(impl);
@@ -773,6 +773,17 @@ std::string Kernel::explain() const {
     for (const compiler::KernelTensor& t : cg.workspace) os << "  " << t.name << ": " << typeToString(t.dtype, t.shape) << "\n";
   }
   if (!cg.explain.empty()) os << "plan:\n" << indent(cg.explain, "  ");
+  std::lock_guard<std::mutex> lock(impl_->variantsMutex);
+  for (const std::shared_ptr<Impl>& v : impl_->variants) {
+    os << "variant built for a launch outside the ranges above (hints";
+    for (const auto& [dim, value] : v->options.dimHints) os << " " << dim << "=" << value;
+    os << "):\n";
+    for (const compiler::CompiledKernel& k : v->compiled.kernels) {
+      os << "  " << k.name << ": schedule " << k.schedule << ", config " << k.config << "\n";
+      for (const compiler::LaunchGeometry::DimRange& r : k.launch.preferred)
+        os << "    for dim " << r.dim << " in [" << r.min << ", " << r.max << "]\n";
+    }
+  }
   return os.str();
 }
 
@@ -793,6 +804,19 @@ int64_t Kernel::maxBlocks(size_t index) const {
 const rt::KernelSignature& Kernel::signature() const {
   if (!impl_) throw Error("kiln: empty Kernel handle");
   return impl_->sig;
+}
+
+Kernel Kernel::forDims(std::span<const int64_t> dims) const {
+  if (!impl_) throw Error("kiln: Kernel::forDims on an empty Kernel handle");
+  if (dims.size() != impl_->sig.dims.size())
+    throw Error("kiln: Kernel::forDims: " + std::to_string(dims.size()) + " dim value(s) given, but the graph has " +
+                std::to_string(impl_->sig.dims.size()) + " dynamic dim(s)");
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] < 0)
+      throw Error("kiln: Kernel::forDims: dim " + impl_->sig.dims[d].name + " = " + std::to_string(dims[d]) +
+                  " is negative");
+  if (impl_->isVariant || preferredFor(*impl_, dims)) return *this;
+  return Kernel(variantFor(*impl_, dims));
 }
 
 }  // namespace kiln

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <string>
 
 #include "kernel_internal.h"
@@ -193,4 +195,87 @@ TEST_CASE("grid: a dynamic row length picks the vectorized entry only for whole 
   Graph g;
   g.output("y", softmax(g.input("x", DType::BF16, {"B", 4096}), -1));
   CHECK(compiler::compileGraph(g, o).kernels.at(0).launch.vectorMultiples.empty());
+}
+
+// A dynamic row length's config is the heuristic's for short rows unless a
+// hint says the rows are long (CompileOptions::dimHints); the kernel names
+// the range it was configured for (LaunchGeometry::preferred), which the
+// facade checks at launch (GridRule::inPreferred) to build, once, a
+// variant for values outside it. Given configs stand for every length.
+TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen for", "[compile][reduction]") {
+  const compiler::CompileOptions base{.chip = "sm_90", .smCount = 132};
+  for (DType t : {DType::F32, DType::BF16}) {
+    INFO(dtypeName(t));
+    Graph g;
+    g.output("y", rmsnorm(g.input("x", t, {"B", "N"}), g.input("w", t, {"N"}), 1e-6));
+    struct Want {
+      std::map<std::string, int64_t> hints;
+      int threads;
+      int64_t min, max;
+    };
+    const int64_t top = std::numeric_limits<int64_t>::max();
+    for (const Want& w : {Want{{}, 128, 0, 8192}, Want{{{"N", 8192}}, 128, 0, 8192},
+                          Want{{{"N", 8193}}, 512, 8193, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 8193, top}}) {
+      compiler::CompileOptions o = base;
+      o.dimHints = w.hints;
+      INFO("hints: " << w.hints.size() << (w.hints.count("N") ? " N = " + std::to_string(w.hints.at("N")) : ""));
+      compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+      REQUIRE(cg.kernels.size() == 1);
+      const compiler::CompiledKernel& k = cg.kernels[0];
+      CHECK(k.launch.threadsPerBlock == w.threads);
+      REQUIRE(k.launch.preferred.size() == 1);
+      CHECK(k.launch.preferred[0] == compiler::LaunchGeometry::DimRange{"N", w.min, w.max});
+      const detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
+      const size_t nIndex = static_cast<size_t>(std::find(k.dims.begin(), k.dims.end(), "N") - k.dims.begin());
+      REQUIRE(nIndex < k.dims.size());
+      for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{4096}, int64_t{8192}, int64_t{8193}, int64_t{1} << 30}) {
+        INFO("N = " << n);
+        CHECK(r.inPreferred([&](size_t d) { return d == nIndex ? n : int64_t{5}; }) == (n >= w.min && n <= w.max));
+      }
+      CHECK(compiler::dimHintClass(w.hints.count("N") ? w.hints.at("N") : 0) == (w.threads == 512 ? 8193 : 0));
+    }
+    // Configs given by an override or per kernel (tuning): no range.
+    compiler::CompileOptions o = base;
+    o.rowConfigOverride = R"({"unroll": 2})";
+    CHECK(compiler::compileGraph(g, o).kernels.at(0).launch.preferred.empty());
+    o = base;
+    o.kernelConfigs[0] = R"({"threads_per_row": 256, "threads": 256, "vector": 1, "persistent": 0, "unroll": 4})";
+    CHECK(compiler::compileGraph(g, o).kernels.at(0).launch.preferred.empty());
+  }
+  // Static row lengths and dynamic row counts: no range.
+  Graph g;
+  g.output("y", softmax(g.input("x", DType::BF16, {"B", 4096}), -1));
+  CHECK(compiler::compileGraph(g, base).kernels.at(0).launch.preferred.empty());
+}
+
+// Kernel::forDims: the build a launch with given dim values runs, built on
+// the machine without a GPU too (compiling needs no driver): long dynamic
+// rows get one variant, reused for every long length; short ones the kernel
+// itself.
+TEST_CASE("a kernel's variant for long dynamic rows is built once and named by explain", "[compile][reduction]") {
+  Graph g;
+  g.output("y", softmax(g.input("x", DType::BF16, {"R", "N"}), -1));
+  CompileOptions o;
+  o.chip = "sm_90";
+  o.diskCache = false;
+  const Kernel k = compile(g, o);
+  REQUIRE(k.signature().dims.size() == 2);
+  CHECK(k.explain().find("config chosen for dim N at most 8192") != std::string::npos);
+  CHECK(&k.forDims(std::vector<int64_t>{37, 8192}).compiled() == &k.compiled());
+  CHECK(k.explain().find("variant built") == std::string::npos);
+  const Kernel v = k.forDims(std::vector<int64_t>{37, 40000});
+  CHECK(&v.compiled() != &k.compiled());
+  REQUIRE(v.compiled().kernels.size() == 1);
+  CHECK(v.compiled().kernels[0].config.find("\"threads_per_row\": 512") != std::string::npos);
+  CHECK(v.compiled().kernels[0].launch.preferred.at(0).min == 8193);
+  // Every long length: the same variant; the variant stands for itself.
+  CHECK(&k.forDims(std::vector<int64_t>{1, 1 << 20}).compiled() == &v.compiled());
+  CHECK(&v.forDims(std::vector<int64_t>{1, 5}).compiled() == &v.compiled());
+  const std::string e = k.explain();
+  INFO(e);
+  CHECK(e.find("variant built for a launch outside the ranges above (hints N=40000)") != std::string::npos);
+  CHECK(e.find("for dim N in [8193, ") != std::string::npos);
+  // Bad values: the count and negative dims, named.
+  CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37}), Catch::Contains("1 dim value(s) given, but the graph has 2"));
+  CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37, -1}), Catch::Contains("dim N = -1 is negative"));
 }

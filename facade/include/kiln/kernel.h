@@ -169,6 +169,12 @@ class Kernel {
   int64_t maxBlocks(size_t index) const;
   // The graph-level signature: tensor inputs then outputs, dims, scalars.
   const rt::KernelSignature& signature() const;
+  // The build that a launch with these values of the dynamic dims (in
+  // signature() order) runs: this one, or the variant configured for them
+  // (a dynamic row length past the short-row range; see explain()), built
+  // now if no launch has built it yet. Call it before capturing launches
+  // into a CUDA graph, so that the capture compiles nothing.
+  Kernel forDims(std::span<const int64_t> dims) const;
   bool valid() const { return impl_ != nullptr; }
 
  private:
