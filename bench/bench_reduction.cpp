@@ -134,7 +134,7 @@ std::vector<Case> allCases() {
   for (DType t : {DType::F32, DType::BF16})
     for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, 4096, 32768, t, false, false, true});
   for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, 1024, 262144, DType::F32, false, false, true});
-  // ... and either side of the short-row bound (kShortDynamicRow, 8192).
+  // ... and between (the heuristic's bounds: 16 and 32 KB a row).
   for (int64_t n : {8192, 16384})
     for (DType t : {DType::F32, DType::BF16})
       for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, (int64_t{1} << 27) / n, n, t, false, false, true});

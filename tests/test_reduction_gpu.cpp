@@ -1113,8 +1113,8 @@ TEST_CASE("rows of a dynamic length match the reference in the vectorized and th
   for (test::GraphCase& c : test::reductionSweep({"R", "N"}, {false}))
     if (c.graph.outputs().size() && c.label.find(dtypeName(t)) != std::string::npos) cases.push_back(std::move(c));
   for (const test::GraphCase& c : cases)
-    // (Lengths over kShortDynamicRow launch the long-row variant: 32768 its
-    // vectorized entry, 32771 its scalar one.)
+    // (Long lengths launch the long-row variant: 32768 its vectorized
+    // entry, 32771 its scalar one.)
     for (int64_t n : {4096, 4097, 8, 7, 32768, 1, 24, 32771})
       for (size_t misalign : {size_t{0}, size_t{4}}) {
         // (i64 targets and indices need 8-byte pointers)
@@ -1128,14 +1128,16 @@ TEST_CASE("rows of a dynamic length match the reference in the vectorized and th
       }
 }
 
-// A dynamic row length's kernel is configured for short rows; the first
-// launch with long rows builds the graph again configured for them (512
-// threads a row), which every later long launch reuses, while short
-// launches keep the first build (session 24).
+// A dynamic row length's kernel is configured for short rows (up to 16 KB
+// a row); the first launch with longer rows builds the graph again
+// configured for them (256 threads a row up to 32 KB, 512 beyond), which
+// every later launch of that range reuses, while short launches keep the
+// first build (session 24).
 TEST_CASE("long dynamic rows launch a variant built once for them", "[gpu][reduction]") {
   test::requireGpu();
   for (DType t : {DType::F32, DType::BF16}) {
     INFO(dtypeName(t));
+    const int64_t u128 = (16 << 10) / dtypeSize(t), u256 = (32 << 10) / dtypeSize(t);
     Graph g;
     Tensor x = g.input("x", t, {"R", "N"});
     g.output("y", softmax(x, -1));
@@ -1143,7 +1145,7 @@ TEST_CASE("long dynamic rows launch a variant built once for them", "[gpu][reduc
     test::RunOptions o;
     const Kernel k = compile(g, o.compile);
     CHECK(k.explain().find("variant") == std::string::npos);
-    for (int64_t n : {4096, 40000, 65536, 8192, 8193}) {
+    for (int64_t n : {u128, int64_t{40000}, int64_t{65536}, u128 + 1, u256, u256 + 1, u128 - 1}) {
       INFO("N = " << n);
       o.dims = {{"R", 37}, {"N", n}};
       runAndCheck(g, o);
@@ -1151,12 +1153,17 @@ TEST_CASE("long dynamic rows launch a variant built once for them", "[gpu][reduc
     const std::string e = k.explain();
     INFO(e);
     CHECK(k.compiled().kernels.at(0).config.find("\"threads_per_row\": 128") != std::string::npos);
-    // One variant, for every long length: 512 threads a row.
+    // Two variants: 512 threads a row (built first, for 40000), then 256.
     const size_t first = e.find("variant built");
     REQUIRE(first != std::string::npos);
-    CHECK(e.find("variant built", first + 1) == std::string::npos);
-    CHECK(e.find("\"threads_per_row\": 512", first) != std::string::npos);
-    CHECK(e.find("for dim N in [8193, ", first) != std::string::npos);
+    const size_t second = e.find("variant built", first + 1);
+    REQUIRE(second != std::string::npos);
+    CHECK(e.find("variant built", second + 1) == std::string::npos);
+    CHECK(e.find("\"threads_per_row\": 512", first) < second);
+    CHECK(e.find("\"threads_per_row\": 256", second) != std::string::npos);
+    CHECK(e.find("for dim N in [" + std::to_string(u256 + 1) + ", ", first) < second);
+    CHECK(e.find("for dim N in [" + std::to_string(u128 + 1) + ", " + std::to_string(u256) + "]", second) !=
+          std::string::npos);
   }
 }
 

@@ -245,7 +245,13 @@ std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileO
   return out;
 }
 
-int64_t dimHintClass(int64_t value) { return value > kShortDynamicRow ? kShortDynamicRow + 1 : 0; }
+// The row heuristic's bounds on a dynamic row length are powers of two
+// from 1024 to 16384 (16 or 32 KB over a power-of-two bytes per value).
+int64_t dimHintClass(int64_t value) {
+  int64_t c = 1024;
+  while (c < value && c < 32768) c *= 2;
+  return c;
+}
 
 bool tuneAllocatorForCompilation() {
 #if defined(__GLIBC__)

@@ -2602,23 +2602,40 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     c.threadsPerRow = c.threads = 128;
     c.unroll = 4;
     if (smNumber(options.chip) >= 80) c.evict = 1;
-    // Rows longer than kShortDynamicRow (the launch's value as a hint,
-    // CompileOptions::dimHints; the facade builds this variant for such a
-    // launch): 512 threads a row. With 128, the blocks that fit at once
-    // (16 per SM) read more rows than L2 holds, so the last pass reads its
-    // row from DRAM again. Measured on the H200 (2026-12-02, session 24
-    // call 1, TB/s; softmax / rmsnorm f32, then bf16): N = 32768 (4096
-    // rows) at 128 threads 2.65 / 2.68, 2.76 / 2.72; at 512 3.79 / 4.02,
-    // 3.76 / 4.01 (static kernels 4.06 / 4.18, 3.98 / 4.07); at 1024 3.42 /
-    // 3.93, 2.35 / 3.36. N = 262144 f32 (1024 rows): 2.57 / 2.47 at 128,
-    // 2.72 / 2.79 at 512, 2.78 / 2.72 at 1024 (the held clusters of the
-    // static kernels 3.98 / 4.01: a dynamic length is not held).
+    // Threads a row by the row's bytes (the launch's length as a hint,
+    // CompileOptions::dimHints; the facade builds the variant for a launch
+    // outside the range named here): the blocks that fit at once (2048
+    // threads per SM) should read rows that fit in about half of L2, or the
+    // last pass reads its row from DRAM again. Up to 16 KB a row (bytes
+    // per value: the row-shaped inputs', a power of two) 128 threads, up to
+    // 32 KB 256, longer 512 (1024 measured slower). Measured on the H200
+    // (2026-12-02, session 24 calls 1-2, TB/s, softmax / rmsnorm; 128, 256,
+    // 512 threads):
+    //   f32  N = 8192 (16384 rows):  3.42 / 3.82, 4.18 / 4.20, 4.00 / 2.86
+    //   f32  N = 16384 (8192 rows):  2.83 / 3.11, 3.72 / 3.95, 4.18 / 3.85
+    //   bf16 N = 8192:               3.99 / 3.98, 3.98 / 4.13, 2.14 / 3.04
+    //   bf16 N = 16384:              3.35 / 3.37, 4.08 / 4.03, 3.55 / 3.87
+    //   N = 32768 (4096 rows), f32 then bf16: 128 threads 2.65 / 2.68,
+    //   2.76 / 2.72; 512 3.79 / 4.02, 3.76 / 4.01 (1024: 3.42 / 3.93, 2.35
+    //   / 3.36; the static kernels 4.06 / 4.18, 3.98 / 4.07);
+    //   N = 262144 f32 (1024 rows): 2.57 / 2.47 at 128, 2.72 / 2.79 at 512
+    //   (the static kernels hold the row in clusters: 3.98 / 4.01).
+    int64_t bytesPerValue = 0;
+    for (int id : g.params())
+      if (g.node(id).op == Op::Input && g.node(id).shape == d) bytesPerValue += dtypeSize(g.node(id).dtype);
+    bytesPerValue = nextPow2(std::max<int64_t>(bytesPerValue, 2));
+    const int64_t upTo128 = (int64_t{16} << 10) / bytesPerValue, upTo256 = (int64_t{32} << 10) / bytesPerValue;
     const auto hint = options.dimHints.find(nd.name);
-    const bool longRows = hint != options.dimHints.end() && hint->second > kShortDynamicRow;
-    if (longRows) c.threadsPerRow = c.threads = 512;
-    if (preferred)
-      preferred->push_back(longRows ? LaunchGeometry::DimRange{nd.name, kShortDynamicRow + 1, std::numeric_limits<int64_t>::max()}
-                                    : LaunchGeometry::DimRange{nd.name, 0, kShortDynamicRow});
+    const int64_t n = hint == options.dimHints.end() ? 0 : hint->second;
+    LaunchGeometry::DimRange range{nd.name, 0, upTo128};
+    if (n > upTo256) {
+      c.threadsPerRow = c.threads = 512;
+      range = {nd.name, upTo256 + 1, std::numeric_limits<int64_t>::max()};
+    } else if (n > upTo128) {
+      c.threadsPerRow = c.threads = 256;
+      range = {nd.name, upTo128 + 1, upTo256};
+    }
+    if (preferred) preferred->push_back(range);
     return c;
   }
   const int64_t N = nd.size;

@@ -110,9 +110,6 @@ struct RowConfig {
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail = false,
                        std::vector<LaunchGeometry::DimRange>* preferred = nullptr);
 
-// Dynamic row lengths up to this many values get the short-row config (128
-// threads a row), longer ones (CompileOptions::dimHints) 512 threads.
-constexpr int64_t kShortDynamicRow = 8192;
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
 // persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32), lanes (1, 2, 4, 8, 16), split (1..1024, powers of two)); throws kiln::Error naming a

@@ -208,14 +208,18 @@ TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen f
     INFO(dtypeName(t));
     Graph g;
     g.output("y", rmsnorm(g.input("x", t, {"B", "N"}), g.input("w", t, {"N"}), 1e-6));
+    // 128 threads a row up to 16 KB, 256 up to 32 KB, 512 beyond.
+    const int64_t u128 = (16 << 10) / dtypeSize(t), u256 = (32 << 10) / dtypeSize(t);
+    const int64_t top = std::numeric_limits<int64_t>::max();
     struct Want {
       std::map<std::string, int64_t> hints;
       int threads;
       int64_t min, max;
     };
-    const int64_t top = std::numeric_limits<int64_t>::max();
-    for (const Want& w : {Want{{}, 128, 0, 8192}, Want{{{"N", 8192}}, 128, 0, 8192},
-                          Want{{{"N", 8193}}, 512, 8193, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 8193, top}}) {
+    for (const Want& w : {Want{{}, 128, 0, u128}, Want{{{"N", u128}}, 128, 0, u128},
+                          Want{{{"N", u128 + 1}}, 256, u128 + 1, u256}, Want{{{"N", u256}}, 256, u128 + 1, u256},
+                          Want{{{"N", u256 + 1}}, 512, u256 + 1, top},
+                          Want{{{"N", 262144}, {"B", 3}}, 512, u256 + 1, top}}) {
       compiler::CompileOptions o = base;
       o.dimHints = w.hints;
       INFO("hints: " << w.hints.size() << (w.hints.count("N") ? " N = " + std::to_string(w.hints.at("N")) : ""));
@@ -228,11 +232,19 @@ TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen f
       const detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
       const size_t nIndex = static_cast<size_t>(std::find(k.dims.begin(), k.dims.end(), "N") - k.dims.begin());
       REQUIRE(nIndex < k.dims.size());
-      for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{4096}, int64_t{8192}, int64_t{8193}, int64_t{1} << 30}) {
+      for (int64_t n : {int64_t{0}, int64_t{1}, u128, u128 + 1, u256, u256 + 1, int64_t{1} << 30}) {
         INFO("N = " << n);
         CHECK(r.inPreferred([&](size_t d) { return d == nIndex ? n : int64_t{5}; }) == (n >= w.min && n <= w.max));
       }
-      CHECK(compiler::dimHintClass(w.hints.count("N") ? w.hints.at("N") : 0) == (w.threads == 512 ? 8193 : 0));
+      // The disk cache keys a hint by its class: the class's value compiles
+      // to the same config.
+      if (w.hints.count("N")) {
+        compiler::CompileOptions oc = o;
+        oc.dimHints["N"] = compiler::dimHintClass(w.hints.at("N"));
+        const compiler::CompiledKernel kc = compiler::compileGraph(g, oc).kernels.at(0);
+        CHECK(kc.config == k.config);
+        CHECK(kc.launch.preferred == k.launch.preferred);
+      }
     }
     // Configs given by an override or per kernel (tuning): no range.
     compiler::CompileOptions o = base;
@@ -249,9 +261,9 @@ TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen f
 }
 
 // Kernel::forDims: the build a launch with given dim values runs, built on
-// the machine without a GPU too (compiling needs no driver): long dynamic
-// rows get one variant, reused for every long length; short ones the kernel
-// itself.
+// the machine without a GPU too (compiling needs no driver): longer dynamic
+// rows get a variant per range of lengths, reused for every length in it;
+// short ones the kernel itself.
 TEST_CASE("a kernel's variant for long dynamic rows is built once and named by explain", "[compile][reduction]") {
   Graph g;
   g.output("y", softmax(g.input("x", DType::BF16, {"R", "N"}), -1));
@@ -267,14 +279,19 @@ TEST_CASE("a kernel's variant for long dynamic rows is built once and named by e
   CHECK(&v.compiled() != &k.compiled());
   REQUIRE(v.compiled().kernels.size() == 1);
   CHECK(v.compiled().kernels[0].config.find("\"threads_per_row\": 512") != std::string::npos);
-  CHECK(v.compiled().kernels[0].launch.preferred.at(0).min == 8193);
+  CHECK(v.compiled().kernels[0].launch.preferred.at(0).min == 16385);
   // Every long length: the same variant; the variant stands for itself.
   CHECK(&k.forDims(std::vector<int64_t>{1, 1 << 20}).compiled() == &v.compiled());
   CHECK(&v.forDims(std::vector<int64_t>{1, 5}).compiled() == &v.compiled());
   const std::string e = k.explain();
   INFO(e);
   CHECK(e.find("variant built for a launch outside the ranges above (hints N=40000)") != std::string::npos);
-  CHECK(e.find("for dim N in [8193, ") != std::string::npos);
+  CHECK(e.find("for dim N in [16385, ") != std::string::npos);
+  // Rows of 8193 to 16384 bf16 values: a second variant, 256 threads a row.
+  const Kernel m = k.forDims(std::vector<int64_t>{37, 12000});
+  CHECK(m.compiled().kernels.at(0).config.find("\"threads_per_row\": 256") != std::string::npos);
+  CHECK(&k.forDims(std::vector<int64_t>{37, 16384}).compiled() == &m.compiled());
+  CHECK(&k.forDims(std::vector<int64_t>{37, 16385}).compiled() == &v.compiled());
   // Bad values: the count and negative dims, named.
   CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37}), Catch::Contains("1 dim value(s) given, but the graph has 2"));
   CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37, -1}), Catch::Contains("dim N = -1 is negative"));

@@ -182,9 +182,10 @@ struct CompileOptions {
   std::map<std::string, int64_t> dimHints;
 };
 
-// What a dim hint's value stands for in the heuristics, which tell only
-// short dynamic rows from long ones (kShortDynamicRow): hints of one class
-// compile alike, so caches key on the class.
+// What a dim hint's value stands for in the heuristics, whose bounds on a
+// dynamic row length are powers of two up to 16384: the next power of two
+// from 1024 to 32768. Hints of one class compile alike, so caches key on
+// the class.
 KILN_COMPILER_API int64_t dimHintClass(int64_t value);
 
 struct CompiledGraph {
