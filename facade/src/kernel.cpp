@@ -520,6 +520,7 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
   std::string chip = options.chip;
   if (chip.empty()) chip = rt::driverAvailable() ? rt::Device::current().basics().arch() : "sm_90";
   compiler::CompileOptions co = detail::compilerOptions(options, chip);
+  for (const auto& [name, value] : options.dims) co.dimHints[name] = value;
   std::vector<std::string> tuningNotes;
   const std::string graphText = graph.toText();
   if (options.tune != CompileOptions::Tune::Off) tuningNotes = detail::resolveTuning(graph, graphText, options, co);
@@ -527,6 +528,8 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
                     (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + options.rowConfigOverride + "|" +
                     options.matmulConfigOverride + "|";
   for (const auto& [index, config] : co.kernelConfigs) key += std::to_string(index) + "=" + config + ";";
+  key += "|";
+  for (const auto& [dim, value] : co.dimHints) key += dim + "~" + std::to_string(compiler::dimHintClass(value)) + ";";
   key += "|" + graphText;
   key += options.diskCache ? "|disk" : "|nodisk";
   KernelRegistry& reg = KernelRegistry::instance();

@@ -296,3 +296,28 @@ TEST_CASE("a kernel's variant for long dynamic rows is built once and named by e
   CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37}), Catch::Contains("1 dim value(s) given, but the graph has 2"));
   CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37, -1}), Catch::Contains("dim N = -1 is negative"));
 }
+
+// CompileOptions::dims configure the first build too: a long dynamic row
+// length given there needs no variant.
+TEST_CASE("compile options' dims configure a dynamic row length's kernel", "[compile][reduction]") {
+  Graph g;
+  g.output("y", softmax(g.input("x", DType::F32, {"R", "N"}), -1));
+  CompileOptions o;
+  o.chip = "sm_90";
+  o.diskCache = false;
+  o.tune = CompileOptions::Tune::Off;
+  o.dims = {{"R", 64}, {"N", 100000}};
+  const Kernel k = compile(g, o);
+  REQUIRE(k.compiled().kernels.size() == 1);
+  CHECK(k.compiled().kernels[0].config.find("\"threads_per_row\": 512") != std::string::npos);
+  CHECK(&k.forDims(std::vector<int64_t>{64, 100000}).compiled() == &k.compiled());
+  // Short rows from it: a variant (128 threads a row).
+  const Kernel s = k.forDims(std::vector<int64_t>{64, 1000});
+  CHECK(&s.compiled() != &k.compiled());
+  CHECK(s.compiled().kernels.at(0).config.find("\"threads_per_row\": 128") != std::string::npos);
+  // Without dims: the short-row build, another Kernel.
+  o.dims.clear();
+  const Kernel plain = compile(g, o);
+  CHECK(&plain.compiled() != &k.compiled());
+  CHECK(plain.compiled().kernels.at(0).config.find("\"threads_per_row\": 128") != std::string::npos);
+}

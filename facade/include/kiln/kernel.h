@@ -92,7 +92,9 @@ struct CompileOptions {
   Tune tune = Tune::UseDatabase;
   // The values the graph's dynamic dims will mostly take: they select the
   // database's shape bucket, and tuning benchmarks at exactly these sizes
-  // (so it needs every dynamic dim here). Unused by graphs without
+  // (so it needs every dynamic dim here); and the heuristics configure the
+  // kernels for them (a dynamic row length's threads a row), so that
+  // launches with such values need no variant. Unused by graphs without
   // dynamic dims.
   std::map<std::string, int64_t> dims;
   // The database to read and record into; null: the process-wide one
