@@ -149,8 +149,13 @@ if [[ " $STAGES " == *" tests "* ]]; then
   # The runtime's few quick cases first, so that a stage cap reached by the
   # long kiln_tests cases does not cut them (session 18 call 7).
   gpu_tests "$K/bin/kiln_runtime_tests" "$OUTDIR/tests-runtime-gpu"; s2=$?
+  # The facade's (multi-kernel plans, the workspace; bundles since session 24).
+  s3=0
+  for t in kiln_facade_tests kiln_facade_workspace_tests; do
+    if [ -x "$K/bin/$t" ]; then gpu_tests "$K/bin/$t" "$OUTDIR/tests-${t#kiln_}-gpu" || s3=1; fi
+  done
   gpu_tests "$K/bin/kiln_tests" "$OUTDIR/tests-gpu"; s1=$?
-  [ "$s1" -eq 0 ] && [ "$s2" -eq 0 ] || status=1
+  [ "$s1" -eq 0 ] && [ "$s2" -eq 0 ] && [ "$s3" -eq 0 ] || status=1
   bounded "$K/bin/lesson_01_bias_gelu" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   if [ -x "$K/bin/lesson_02_row_reductions" ]; then
     bounded "$K/bin/lesson_02_row_reductions" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
