@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 #include <thread>
@@ -1724,4 +1725,45 @@ TEST_CASE("a schedule-wide row override naming every core key is a whole config;
   INFO("partial override -> " << k.config);
   CHECK_THAT(k.config, Contains("\"min_blocks\": 2") && Contains("\"unroll\": 2"));
   CHECK_THAT(k.ptx, Contains(".minnctapersm 2"));
+}
+
+// Every range of a dynamic row length has its own config (a variant the
+// facade builds for launches in that range, from the launch's value as a
+// hint): every composite and reduction op compiles in each, spill-free in
+// every entry, one kernel, configured for the range its hint falls in.
+TEST_CASE("every composite and reduction op compiles spill-free in every dynamic row length's range",
+          "[compile][reduction]") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    std::vector<test::GraphCase> cases = test::rowComposites(t, {"R", "N"});
+    for (test::GraphCase& c : test::reductionSweep({"R", "N"}, {false}))
+      if (c.graph.outputs().size() && c.label.find(dtypeName(t)) != std::string::npos) cases.push_back(std::move(c));
+    int ranged = 0;
+    for (const test::GraphCase& c : cases)
+      for (int64_t hint : {int64_t{0}, int64_t{12000}, int64_t{100000}}) {
+        INFO(c.label << ", hint N = " << hint);
+        compiler::CompileOptions o;
+        if (hint) o.dimHints["N"] = hint;
+        const compiler::CompiledGraph cg = compiler::compileGraph(c.graph, o);
+        for (const compiler::CompiledKernel& k : cg.kernels) {
+          checkKernelArtifacts(k);
+          if (k.schedule != "row_reduction" || k.launch.preferred.empty()) continue;
+          const compiler::LaunchGeometry::DimRange& r = k.launch.preferred.at(0);
+          ++ranged;
+          CHECK(r.dim == "N");
+          CHECK((r.min <= hint && hint <= r.max));
+          // The config the range names: 128, 256 or 512 threads a row.
+          const int threads = k.launch.threadsPerBlock;
+          CHECK((threads == 128 || threads == 256 || threads == 512));
+          CHECK((r.min == 0) == (threads == 128));
+          CHECK((r.max == std::numeric_limits<int64_t>::max()) == (threads == 512));
+        }
+        // Without a hint every row kernel over N is configured for short rows.
+        if (!hint)
+          for (const compiler::CompiledKernel& k : cg.kernels)
+            if (!k.launch.preferred.empty()) CHECK(k.launch.preferred[0].min == 0);
+      }
+    // (Few long rows split across blocks and grid tails have no range; the
+    // row-wise composites do.)
+    CHECK(ranged >= static_cast<int>(cases.size()));
+  }
 }
