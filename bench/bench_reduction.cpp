@@ -92,14 +92,14 @@ struct Case {
   std::string op() const {
     switch (kind) {
 
-      case Kind::LayerNorm: return "layernorm";
+      case Kind::LayerNorm: return flat ? "layernorm (dynamic N)" : "layernorm";
 
       case Kind::Sum: return "sum(-1)";
       case Kind::SumAll: return product ? "sum(x*x)" : flat ? "sum(flat N)" : "sum";
       case Kind::Softmax: return flat ? "softmax(-1) (dynamic N)" : "softmax(-1)";
       case Kind::RmsNorm: return flat ? "rmsnorm (dynamic N)" : "rmsnorm";
       case Kind::SumCols: return product ? "sum(r*x,0)" : "sum(0)";
-      case Kind::CrossEntropy: return "cross_entropy";
+      case Kind::CrossEntropy: return flat ? "cross_entropy (dynamic N)" : "cross_entropy";
       case Kind::ResidualRmsNorm: return "residual+rmsnorm";
       case Kind::Control: return "control x*w";
     }
@@ -138,6 +138,10 @@ std::vector<Case> allCases() {
   for (int64_t n : {8192, 16384})
     for (DType t : {DType::F32, DType::BF16})
       for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, (int64_t{1} << 27) / n, n, t, false, false, true});
+  // Layernorm and cross_entropy (its mean a grid tail) of a dynamic length.
+  for (int64_t n : {4096, 16384, 32768})
+    for (DType t : {DType::F32, DType::BF16}) cs.push_back({Kind::LayerNorm, (int64_t{1} << 27) / n, n, t, false, false, true});
+  cs.push_back({Kind::CrossEntropy, 8192, 32768, DType::BF16, false, false, true});
   for (DType t : {DType::F32, DType::BF16}) {
     cs.push_back({Kind::SumAll, 32768, 4096, t, false, true});
     cs.push_back({Kind::SumCols, 32768, 4096, t, false, true});
@@ -187,8 +191,9 @@ Graph buildGraph(const Case& c, int64_t rows) {
       g.output("y", softmax(g.input("x", c.dtype, {Dim(rows), c.flat ? Dim("N") : Dim(n)}), -1));
       break;
     case Kind::LayerNorm: {
-      Tensor x = g.input("x", c.dtype, {rows, n});
-      Tensor w = g.input("w", c.dtype, {n}), b = g.input("b", c.dtype, {n});
+      const Dim cols = c.flat ? Dim("N") : Dim(n);
+      Tensor x = g.input("x", c.dtype, {Dim(rows), cols});
+      Tensor w = g.input("w", c.dtype, {cols}), b = g.input("b", c.dtype, {cols});
       g.output("y", layernorm(x, w, b, 1e-5));
       break;
     }
@@ -218,7 +223,7 @@ Graph buildGraph(const Case& c, int64_t rows) {
       break;
     }
     case Kind::CrossEntropy: {
-      Tensor logits = g.input("x", c.dtype, {rows, n});
+      Tensor logits = g.input("x", c.dtype, {Dim(rows), c.flat ? Dim("N") : Dim(n)});
       Tensor targets = g.input("targets", DType::I64, {rows});
       g.output("loss", cross_entropy(logits, targets, Reduction::Mean));
       break;
@@ -665,6 +670,13 @@ std::unique_ptr<tune::TuningDatabase> tuningDb() {
   return std::make_unique<tune::TuningDatabase>(o);
 }
 
+// The case's dynamic dims: a flat case's one dim N, rows x cols (a whole
+// sum) or cols (a row length); none otherwise.
+std::vector<int64_t> dimValuesOf(const Case& c) {
+  if (!c.flat) return {};
+  return {c.kind == Kind::SumAll ? c.rows * c.cols : c.cols};
+}
+
 // Compiles, checks and times one case. Returns true when it passed.
 bool runCase(const Case& c) {
   std::printf("\n== %s\n", c.name().c_str());
@@ -672,13 +684,9 @@ bool runCase(const Case& c) {
   json j = caseJson(c);
   Kernel k;
   Graph g = buildGraph(c, c.rows);
-  // A flat case's one dim: rows x cols (a whole sum) or cols (a row length).
+  const std::vector<int64_t> dimValues = dimValuesOf(c);
   DimBindings dims;
-  std::vector<int64_t> dimValues;
-  if (c.flat) {
-    dims["N"] = c.kind == Kind::SumAll ? c.rows * c.cols : c.cols;
-    dimValues.push_back(dims["N"]);
-  }
+  if (c.flat) dims["N"] = dimValues.at(0);
   try {
     // The build these dims launch (a long dynamic row length: its variant).
     k = compile(g, benchOptions()).forDims(dimValues);
@@ -877,7 +885,8 @@ int compileOnly(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     try {
       auto t0 = std::chrono::steady_clock::now();
-      Kernel k = compile(buildGraph(c, c.rows), benchOptions());
+      // The build the case's dims launch (a long dynamic row length's variant).
+      Kernel k = compile(buildGraph(c, c.rows), benchOptions()).forDims(dimValuesOf(c));
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::printf("%-40s compiled: %s (%.0f ms)\n", c.name().c_str(), firstLine(k.explain()).c_str(), ms);
     } catch (const std::exception& e) {
