@@ -72,6 +72,10 @@ struct RowConfig {
   // by the next pass can still be in L1) and for L2 (a cache policy):
   // 1: ld.global.nc (the read-only path); 2: ld.global.
   int evict = 0;
+  // A looped row with L2 hints (evict): its variance in one pass (Welford,
+  // a Chan merge per step) instead of two (the mean, then the squared
+  // deviations: a third read of the row, from L2).
+  bool welford = false;
   // At least this many blocks per SM (0: no request): ptxas caps each
   // thread's registers so that they fit (nvvm.minctasm), spilling if it must.
   int minBlocks = 0;
@@ -100,7 +104,7 @@ struct RowConfig {
   // at most this many blocks (whole clusters), fewer than fit at once
   // (0: as many as fit). For measuring how a kernel scales with SMs.
   int64_t maxBlocks = 0;
-  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1
+  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "welford" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
