@@ -2606,8 +2606,9 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
       // pass reads the row again, so neither hints nor the row's length
       // matter; as the static heuristic, a grid tail's heavy rows loop over
       // rows (once-per-block signals). Measured on the H200 (2026-12-02,
-      // session 24 call 8, cross_entropy 8192 x N = 32768 bf16): 3.27 TB/s
-      // at 512 threads with hints (the row-length rule), static kernel 3.87.
+      // session 24 calls 8-9, cross_entropy 8192 x N = 32768 bf16): 3.27
+      // TB/s at 512 threads with hints (the row-length rule), 3.84 so; the
+      // static kernel 3.87.
       bool heavy = false;
       for (int id = 0; id < g.numNodes(); ++id) {
         const Op op = g.node(id).op;
