@@ -66,12 +66,12 @@ std::optional<Args> parseFileCommand(int argc, char** argv, const char* help,
   return a;
 }
 
-DimBindings parseDims(const std::vector<std::string>& specs) {
+DimBindings parseDims(const std::vector<std::string>& specs, const std::string& flag) {
   DimBindings dims;
   for (const std::string& spec : specs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw Error("kiln: --dim '" + spec + "': expected NAME=VALUE, e.g. --dim N=4096");
+      throw Error("kiln: --" + flag + " '" + spec + "': expected NAME=VALUE, e.g. --" + flag + " N=4096");
     std::string name = spec.substr(0, eq);
     try {
       size_t used = 0;
@@ -79,7 +79,7 @@ DimBindings parseDims(const std::vector<std::string>& specs) {
       if (used != spec.size() - eq - 1 || v < 0) throw std::invalid_argument("");
       dims[name] = v;
     } catch (const std::logic_error&) {
-      throw Error("kiln: --dim '" + spec + "': the value must be a non-negative integer");
+      throw Error("kiln: --" + flag + " '" + spec + "': the value must be a non-negative integer");
     }
   }
   return dims;

@@ -29,7 +29,7 @@ std::optional<Args> parseFileCommand(int argc, char** argv, const char* help,
                                      const std::vector<std::string>& takesValue, int& rc);
 
 // "--dim N=4096" values into bindings (kiln::Error on a malformed one).
-DimBindings parseDims(const std::vector<std::string>& specs);
+DimBindings parseDims(const std::vector<std::string>& specs, const std::string& flag = "dim");
 
 struct Command {
   std::string name;

@@ -69,19 +69,18 @@ int runCompile(int argc, char** argv) {
   if (!parsed) return rc;
   const Args& a = *parsed;
   Graph g = parseGraphFile(a.positional[0]);
+  // --dim and --hint name dynamic dims of the graph (--hint: after --dim).
+  auto requireDims = [&](const DimBindings& given, const std::string& flag, const std::string& after) {
+    const std::vector<std::string> known = g.dynamicDims();
+    for (const auto& [name, v] : given)
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        throw Error("kiln: --" + flag + " " + name + ": the graph has no dynamic dim named " + name + after);
+  };
   DimBindings dims = parseDims(a.all("dim"));
-  std::vector<std::pair<std::string, int64_t>> bind(dims.begin(), dims.end());
-  std::vector<std::string> known = g.dynamicDims();
-  for (const auto& [name, v] : bind)
-    if (std::find(known.begin(), known.end(), name) == known.end())
-      throw Error("kiln: --dim " + name + ": the graph has no dynamic dim named " + name);
-  g = bindDims(g, bind);
-  DimBindings hints = parseDims(a.all("hint"));
-  known = g.dynamicDims();
-  for (const auto& [name, v] : hints)
-    if (std::find(known.begin(), known.end(), name) == known.end())
-      throw Error("kiln: --hint " + name + ": the graph has no dynamic dim named " + name +
-                  (bind.empty() ? "" : " (after --dim)"));
+  requireDims(dims, "dim", "");
+  g = bindDims(g, std::vector<std::pair<std::string, int64_t>>(dims.begin(), dims.end()));
+  DimBindings hints = parseDims(a.all("hint"), "hint");
+  requireDims(hints, "hint", dims.empty() ? "" : " (after --dim)");
 
   std::string emit = a.get("emit").value_or(a.has("json") ? "" : "ptx");
   if (!emit.empty() && emit != "graph" && emit != "mlir" && emit != "cuda" && emit != "ptx" && emit != "cubin")

@@ -245,14 +245,6 @@ std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileO
   return out;
 }
 
-// The row heuristic's bounds on a dynamic row length are powers of two
-// from 1024 to 16384 (16 or 32 KB over a power-of-two bytes per value).
-int64_t dimHintClass(int64_t value) {
-  int64_t c = 1024;
-  while (c < value && c < 32768) c *= 2;
-  return c;
-}
-
 bool tuneAllocatorForCompilation() {
 #if defined(__GLIBC__)
   bool ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;

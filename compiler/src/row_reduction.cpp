@@ -2544,6 +2544,15 @@ int64_t partValuesPerThread(int64_t n, int64_t parts, int64_t threads, int vecto
 
 }  // namespace
 
+// The dynamic-length rule's bounds are kDynamicRowBytes128 and 256 over a
+// power-of-two bytes per value: powers of two up to 16384 (bytes per value
+// at least 2), so the next power of two tells every range apart.
+int64_t dimHintClass(int64_t value) {
+  int64_t c = 1;
+  while (c < value && c < 32768) c *= 2;
+  return c;
+}
+
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail,
                        std::vector<LaunchGeometry::DimRange>* preferred) {
   RowConfig c;
@@ -2556,6 +2565,31 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   const Dim& nd = d.back();
   if (nd.isStatic())
     while (c.vector > 1 && nd.size % c.vector != 0) c.vector /= 2;
+  // The row-shaped inputs: their bytes per column, their count, and whether
+  // every one is 16-bit. Row-shaped: the domain's shape, or reshaped to it
+  // (the planner's parts of a whole tensor; not a permuted view).
+  auto reshapedToDomain = [&](int input) {
+    for (int id = 0; id < g.numNodes(); ++id)
+      if (g.node(id).op == Op::Reshape && g.node(id).inputs[0] == input && g.node(id).shape == d) return true;
+    return false;
+  };
+  int rowBytes = 0, rowInputs = 0;
+  bool narrow = true;
+  for (int id : g.params())
+    if (g.node(id).op == Op::Input && (g.node(id).shape == d || reshapedToDomain(id))) {
+      rowBytes += dtypeSize(g.node(id).dtype);
+      ++rowInputs;
+      narrow = narrow && dtypeSize(g.node(id).dtype) == 2;
+    }
+  rowBytes = std::max(rowBytes, 2);
+  // Heavy work per value: exp or a variance.
+  bool variance = false, exps = false;
+  for (int id = 0; id < g.numNodes(); ++id) {
+    const Op op = g.node(id).op;
+    variance = variance || op == Op::Var || op == Op::Std;
+    exps = exps || op == Op::Exp;
+  }
+  const bool heavy = exps || variance;
   // Few long rows reduced to one value each, which the planner could not
   // cut into parts (splitLongReductions reshapes a static length that a
   // power of two divides; a whole tensor of dynamic or odd length stays one
@@ -2609,11 +2643,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
       // session 24 calls 8-9, cross_entropy 8192 x N = 32768 bf16): 3.27
       // TB/s at 512 threads with hints (the row-length rule), 3.84 so; the
       // static kernel 3.87.
-      bool heavy = false;
-      for (int id = 0; id < g.numNodes(); ++id) {
-        const Op op = g.node(id).op;
-        heavy = heavy || op == Op::Exp || op == Op::Var || op == Op::Std;
-      }
       c.plainRowLoop = gridTail && heavy;
       return c;
     }
@@ -2636,11 +2665,8 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     //   / 3.36; the static kernels 4.06 / 4.18, 3.98 / 4.07);
     //   N = 262144 f32 (1024 rows): 2.57 / 2.47 at 128, 2.72 / 2.79 at 512
     //   (the static kernels hold the row in clusters: 3.98 / 4.01).
-    int64_t bytesPerValue = 0;
-    for (int id : g.params())
-      if (g.node(id).op == Op::Input && g.node(id).shape == d) bytesPerValue += dtypeSize(g.node(id).dtype);
-    bytesPerValue = nextPow2(std::max<int64_t>(bytesPerValue, 2));
-    const int64_t upTo128 = (int64_t{16} << 10) / bytesPerValue, upTo256 = (int64_t{32} << 10) / bytesPerValue;
+    const int64_t bytesPerValue = nextPow2(rowBytes);
+    const int64_t upTo128 = kDynamicRowBytes128 / bytesPerValue, upTo256 = kDynamicRowBytes256 / bytesPerValue;
     const auto hint = options.dimHints.find(nd.name);
     const int64_t n = hint == options.dimHints.end() ? 0 : hint->second;
     LaunchGeometry::DimRange range{nd.name, 0, upTo128};
@@ -2651,8 +2677,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
       // TB/s, unroll 8 vs 4: softmax N = 32768 4.00 / 3.99 vs 3.79 / 3.78,
       // 16384 4.21 / 4.21 vs 4.20 / 4.20, 262144 2.71 / 2.71 vs 2.73 /
       // 2.72; rmsnorm lost 3-4% at 8, bf16 softmax at 32768 2.89 vs 3.74).
-      bool exps = false;
-      for (int id = 0; id < g.numNodes(); ++id) exps = exps || g.node(id).op == Op::Exp;
       if (exps && c.vector <= 4) c.unroll = 8;
     } else if (n > upTo128) {
       c.threadsPerRow = c.threads = 256;
@@ -2664,30 +2688,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   const int64_t N = nd.size;
   // Looped form: 4 vectors (64 B) per thread per step in flight.
   c.unroll = 4;
-  // The row-shaped inputs: their bytes per column, their count, and whether
-  // every one is 16-bit. Row-shaped: the domain's shape, or reshaped to it
-  // (the planner's parts of a whole tensor; not a permuted view).
-  auto reshapedToDomain = [&](int input) {
-    for (int id = 0; id < g.numNodes(); ++id)
-      if (g.node(id).op == Op::Reshape && g.node(id).inputs[0] == input && g.node(id).shape == d) return true;
-    return false;
-  };
-  int rowBytes = 0, rowInputs = 0;
-  bool narrow = true;
-  for (int id : g.params())
-    if (g.node(id).op == Op::Input && (g.node(id).shape == d || reshapedToDomain(id))) {
-      rowBytes += dtypeSize(g.node(id).dtype);
-      ++rowInputs;
-      narrow = narrow && dtypeSize(g.node(id).dtype) == 2;
-    }
-  rowBytes = std::max(rowBytes, 2);
-  // Heavy work per value: exp or a variance.
-  bool variance = false, heavy = false;
-  for (int id = 0; id < g.numNodes(); ++id) {
-    const Op op = g.node(id).op;
-    variance = variance || op == Op::Var || op == Op::Std;
-    heavy = heavy || op == Op::Exp || op == Op::Var || op == Op::Std;
-  }
   // Rows whose values are strided in memory while consecutive rows are
   // adjacent (a reduction over a non-last axis: the planner's permuted
   // view): one thread per row, so a warp's loads read 32 adjacent values of

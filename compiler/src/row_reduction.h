@@ -114,6 +114,11 @@ struct RowConfig {
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail = false,
                        std::vector<LaunchGeometry::DimRange>* preferred = nullptr);
 
+// A dynamic row length (looped, read again by a later pass) of up to this
+// many bytes a row (row-shaped inputs' bytes per value, a power of two)
+// gets 128 threads a row, up to the second 256, longer ones 512.
+constexpr int64_t kDynamicRowBytes128 = 16 << 10, kDynamicRowBytes256 = 32 << 10;
+
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
 // persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32), lanes (1, 2, 4, 8, 16), split (1..1024, powers of two)); throws kiln::Error naming a

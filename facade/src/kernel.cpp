@@ -655,6 +655,19 @@ bool preferredFor(const Kernel::Impl& impl, std::span<const int64_t> graphDims) 
   for (const compiler::CompiledKernel& ck : impl.compiled.kernels)
     for (const compiler::LaunchGeometry::DimRange& r : ck.launch.preferred)
       co.dimHints[r.dim] = graphDims[static_cast<size_t>(impl.sig.findDim(r.dim))];
+  // A variant of the same hint classes compiles alike: the one to reuse
+  // even if its ranges do not hold these values (no build per launch).
+  auto sameClasses = [&](const Kernel::Impl& v) {
+    if (v.options.dimHints.size() != co.dimHints.size()) return false;
+    for (const auto& [dim, value] : co.dimHints) {
+      auto it = v.options.dimHints.find(dim);
+      if (it == v.options.dimHints.end() || compiler::dimHintClass(it->second) != compiler::dimHintClass(value))
+        return false;
+    }
+    return true;
+  };
+  for (const std::shared_ptr<Kernel::Impl>& v : impl.variants)
+    if (sameClasses(*v)) return v;
   std::shared_ptr<Kernel::Impl> v = newImpl(impl.graph, co, impl.chip);
   v->diskCache = impl.diskCache;
   v->isVariant = true;

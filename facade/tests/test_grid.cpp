@@ -321,3 +321,30 @@ TEST_CASE("compile options' dims configure a dynamic row length's kernel", "[com
   CHECK(&plain.compiled() != &k.compiled());
   CHECK(plain.compiled().kernels.at(0).config.find("\"threads_per_row\": 128") != std::string::npos);
 }
+
+// Rows of many bytes per value (eight f32 inputs: 32 bytes) reach the
+// dynamic-length bounds early (512 and 1024 values): hints either side of
+// them compile to other configs, and their classes differ (the disk cache
+// and the facade's variants key on the class).
+TEST_CASE("grid: a wide row's short bounds are told apart by hint classes", "[compile][reduction]") {
+  Graph g;
+  Tensor s = g.input("x0", DType::F32, {"B", "N"});
+  for (int i = 1; i < 8; ++i) s = s + g.input("x" + std::to_string(i), DType::F32, {"B", "N"});
+  g.output("y", softmax(s, -1));
+  const compiler::CompileOptions base{.chip = "sm_90", .smCount = 132};
+  struct Want {
+    int64_t hint;
+    int threads;
+  };
+  for (const Want& w : {Want{300, 128}, Want{512, 128}, Want{600, 256}, Want{1024, 256}, Want{1025, 512}}) {
+    INFO("N = " << w.hint);
+    compiler::CompileOptions o = base;
+    o.dimHints["N"] = w.hint;
+    const compiler::CompiledKernel k = compiler::compileGraph(g, o).kernels.at(0);
+    CHECK(k.launch.threadsPerBlock == w.threads);
+    o.dimHints["N"] = compiler::dimHintClass(w.hint);
+    CHECK(compiler::compileGraph(g, o).kernels.at(0).launch.threadsPerBlock == w.threads);
+  }
+  CHECK(compiler::dimHintClass(300) != compiler::dimHintClass(600));
+  CHECK(compiler::dimHintClass(600) != compiler::dimHintClass(1025));
+}
