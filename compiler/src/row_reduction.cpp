@@ -27,7 +27,8 @@ std::string RowConfig::json() const {
          (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) +
          (resident ? "" : ", \"resident\": 0") + (lanes > 1 ? ", \"lanes\": " + std::to_string(lanes) : std::string()) +
          (maxBlocks > 0 ? ", \"max_blocks\": " + std::to_string(maxBlocks) : std::string()) +
-         (split > 1 ? ", \"split\": " + std::to_string(split) : std::string()) + "}";
+         (split > 1 ? ", \"split\": " + std::to_string(split) : std::string()) +
+         (oneStep > 0 ? ", \"one_step\": " + std::to_string(oneStep) : std::string()) + "}";
 }
 
 namespace {
@@ -118,6 +119,10 @@ class RowEmitter {
     // registers).
     std::map<std::string, std::string>* loads = nullptr;
     std::vector<std::string> cols;   // per slot: the column of lane 0 (i32)
+    // per slot: whether its vector is inside the row (i1; empty: whole
+    // slots, no guards). A guarded slot's column is 0 where it is not.
+    std::vector<std::string> valid;
+    std::string validAt(int slot) const { return valid.empty() ? std::string() : valid[slot]; }
   };
   std::string emitEntry(const std::string& entry, int vector);
   void prepare();
@@ -208,6 +213,9 @@ class RowEmitter {
       const std::vector<std::vector<std::string>>& init, const std::vector<std::string>& types,
       const std::function<std::vector<std::vector<std::string>>(Ctx&, const std::vector<std::vector<std::string>>&, int)>& body);
   void storeFull(Ctx& c, int slot, const std::string& valid);
+  // A one-step row's branch is being written (RowConfig::oneStep): loopOver
+  // writes each pass as one guarded step instead of a loop.
+  bool oneStepPass_ = false;
 
   const Graph& g_;
   RowConfig cfg_;
@@ -1321,6 +1329,30 @@ std::vector<std::vector<std::string>> RowEmitter::loopOver(
     return out;
   };
   flatTypes = loopTypes;  // the flattened states' types
+  if (oneStepPass_) {
+    // One step covers the row (the branch around this pass checked that
+    // n <= T x V x one_step): the body once, straight-line, each slot's
+    // vector guarded (its column 0 where it is past the row's end, so that
+    // every load stays inside the row).
+    // The body goes to its own writer, as a loop's does (values memoized
+    // for the row land before it, not inside a slot's guard).
+    MlirWriter bw = w.sibling();
+    bw.setIndent(w.indentLevel());
+    std::map<std::string, std::string> memo;
+    Ctx c;
+    c.w = &bw;
+    c.memo = &memo;
+    std::string tv = bw.assign("arith.muli " + t_ + ", " + bw.integer(V, "i32") + " : i32");
+    for (int u = 0; u < cfg_.oneStep; ++u) {
+      std::string col = u ? bw.assign("arith.addi " + tv + ", " + bw.integer(static_cast<int64_t>(u) * T * V, "i32") + " : i32") : tv;
+      std::string ok = bw.assign("arith.cmpi ult, " + col + ", " + n32 + " : i32");
+      c.valid.push_back(ok);
+      c.cols.push_back(bw.assign("arith.select " + ok + ", " + col + ", " + bw.integer(0, "i32") + " : i32"));
+    }
+    std::vector<std::vector<std::string>> out = body(c, init, cfg_.oneStep);
+    w.append(bw.text());
+    return out;
+  }
   std::vector<std::string> cur = flatInit;
   const bool hasMain = !(fixed && nd.size < step);
   const bool hasTail = !(fixed && nd.size % step == 0);
@@ -1375,9 +1407,16 @@ void RowEmitter::levelLooped(int level) {
       for (size_t i = 0; i < H; ++i) {
         const Acc& a = *here[i];
         if (!wholeStep(a)) continue;
+        // (A one-step row's guarded slots count as -inf: whole steps only
+        // hold Lse here, prepare() keeps Welford's out of one-step rows.)
         std::vector<std::string> xs;
         for (int u = 0; u < slots; ++u)
-          for (int l = 0; l < vector_; ++l) xs.push_back(operand(a, u, rl, l));
+          for (int l = 0; l < vector_; ++l) {
+            std::string x = operand(a, u, rl, l);
+            if (!c.validAt(u).empty())
+              x = b.assign("arith.select " + c.validAt(u) + ", " + x + ", " + b.f32(-INFINITY) + " : f32");
+            xs.push_back(x);
+          }
         s[rl * H + i] = accumulateAcc(b, a, s[rl * H + i], xs, {}, "");
       }
     for (int u = 0; u < slots; ++u)
@@ -1393,7 +1432,7 @@ void RowEmitter::levelLooped(int level) {
               cols.push_back(l ? b.assign("arith.addi " + c0 + ", " + b.integer(l, "i32") + " : i32") : c0);
             }
           }
-          s[rl * H + i] = accumulateAcc(b, a, s[rl * H + i], xs, cols, "");
+          s[rl * H + i] = accumulateAcc(b, a, s[rl * H + i], xs, cols, c.validAt(u));
         }
     return s;
   });
@@ -1991,6 +2030,37 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     smem_ = row.assign("llvm.getelementptr " + smem_ + "[" + row.assign("arith.muli " + halfBitOf() + ", " + span + " : i64") +
                        "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i64");
   }
+  auto storeRowOutputs = [&]() {
+    // One value per row: stored by the row's first thread (each lane's row).
+    for (int lane = 0; lane < cfg_.lanes && !rowOutputs_.empty(); ++lane) {
+      swapLane(lane);
+      std::vector<std::string> vals;
+      for (int o : rowOutputs_) {
+        const Node& n = g_.node(g_.outputs()[o].node);
+        Frame f = rowFrame(n.shape, g_.outputs()[o].name, n.dtype);
+        vals.push_back(storeConvert(row, rowValue(g_.outputs()[o].node, f), n.dtype));
+      }
+      std::string first = row.assign("arith.cmpi eq, " + t_ + ", " + row.integer(0, "i32") + " : i32");
+      if (!rowValid.empty()) first = row.assign("arith.andi " + first + ", " + rowValid + " : i1");
+      if (cfg_.cluster > 1)
+        first = row.assign("arith.andi " + first + ", " +
+                           row.assign("arith.cmpi eq, " + rank_ + ", " + row.integer(0, "i32") + " : i32") + " : i1");
+      if (!splitLast_.empty()) first = row.assign("arith.andi " + first + ", " + splitLast_ + " : i1");
+      row.line("scf.if " + first + " {");
+      row.indent();
+      for (size_t i = 0; i < rowOutputs_.size(); ++i) {
+        DType dt = g_.node(g_.outputs()[rowOutputs_[i]].node).dtype;
+        std::string st = storageType(dt);
+        std::string p = row.assign("llvm.getelementptr inbounds " + outPtr_[rowOutputs_[i]] + "[" + r_ +
+                                   "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
+        row.line("llvm.store " + vals[i] + ", " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64} : " + st +
+                 ", !llvm.ptr<1>");
+      }
+      row.dedent();
+      row.line("}");
+      swapLane(lane);
+    }
+  };
   if (cfg_.persistent) {
     const int64_t N = nd.size / cfg_.cluster;  // this block's columns
     const int64_t per = static_cast<int64_t>(T) * vector_;
@@ -2060,54 +2130,61 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
         for (int p = j == 0 ? 0 : j + ahead; p <= j + ahead; ++p) preload(p);
       storeFull(persistentCtx_, j, valid[j]);
     }
+    storeRowOutputs();
   } else {
     if (staging) emitStaging(row, stageBase);
     emitGathers();
     // evict: every pass but the last keeps the row in L2 for the next one.
     // A level makes a pass when it has accumulators; the output pass, when
     // there are row-shaped outputs, comes last.
-    const bool hints = cfg_.evict && !staging && !asTail_;
-    int lastLevel = -1;
-    for (const Acc& a : accs_) lastLevel = std::max(lastLevel, a.level);
-    for (int level = 0; level <= maxLevel_; ++level) {
-      if (hints) evictHint_ = level < lastLevel || !fullOutputs_.empty() ? "evict_last" : "evict_first";
-      levelLooped(level);
+    auto loopedPasses = [&]() {
+      const bool hints = cfg_.evict && !staging && !asTail_;
+      int lastLevel = -1;
+      for (const Acc& a : accs_) lastLevel = std::max(lastLevel, a.level);
+      for (int level = 0; level <= maxLevel_; ++level) {
+        if (hints) evictHint_ = level < lastLevel || !fullOutputs_.empty() ? "evict_last" : "evict_first";
+        levelLooped(level);
+      }
+      if (hints) evictHint_ = "evict_first";
+      if (!fullOutputs_.empty())
+        loopOver({}, {}, [&](Ctx& c, const std::vector<std::vector<std::string>>&, int slots) {
+          for (int u = 0; u < slots; ++u) storeFull(c, u, c.validAt(u));
+          return std::vector<std::vector<std::string>>{};
+        });
+    };
+    if (cfg_.oneStep > 0) {
+      // A row that one step covers (RowConfig::oneStep) takes a branch of
+      // guarded single steps, longer rows the loop; each branch computes
+      // and stores its own results (what one branch memoized is not
+      // defined in the other), the block trees reuse the same slots.
+      const int64_t cap = static_cast<int64_t>(cfg_.threadsPerRow) * vector_ * cfg_.oneStep;
+      std::string n32 = row.assign("arith.trunci " + dimArg_.at(nd.name) + " : i64 to i32");
+      row.line("scf.if " + row.assign("arith.cmpi ule, " + n32 + ", " + row.integer(cap, "i32") + " : i32") + " {");
+      row.indent();
+      const auto rowMemo = rowMemo_, elemMemo = elemMemo_, loadMemo = loadMemo_;
+      const auto loadDtype = loadDtype_;
+      const auto rowValue = rowValue_;
+      const auto hiddenMean = hiddenMean_;
+      const int slots = smemSlots_;
+      oneStepPass_ = true;
+      loopedPasses();
+      storeRowOutputs();
+      oneStepPass_ = false;
+      const int slotsOneStep = smemSlots_;
+      rowMemo_ = rowMemo, elemMemo_ = elemMemo, loadMemo_ = loadMemo, loadDtype_ = loadDtype;
+      rowValue_ = rowValue, hiddenMean_ = hiddenMean, smemSlots_ = slots;
+      row.dedent();
+      row.line("} else {");
+      row.indent();
+      loopedPasses();
+      storeRowOutputs();
+      smemSlots_ = std::max(smemSlots_, slotsOneStep);
+      row.dedent();
+      row.line("}");
+    } else {
+      loopedPasses();
+      storeRowOutputs();
     }
-    if (hints) evictHint_ = "evict_first";
-    if (!fullOutputs_.empty())
-      loopOver({}, {}, [&](Ctx& c, const std::vector<std::vector<std::string>>&, int slots) {
-        for (int u = 0; u < slots; ++u) storeFull(c, u, "");
-        return std::vector<std::vector<std::string>>{};
-      });
-  }
-  // One value per row: stored by the row's first thread (each lane's row).
-  for (int lane = 0; lane < cfg_.lanes && !rowOutputs_.empty(); ++lane) {
-    swapLane(lane);
-    std::vector<std::string> vals;
-    for (int o : rowOutputs_) {
-      const Node& n = g_.node(g_.outputs()[o].node);
-      Frame f = rowFrame(n.shape, g_.outputs()[o].name, n.dtype);
-      vals.push_back(storeConvert(row, rowValue(g_.outputs()[o].node, f), n.dtype));
-    }
-    std::string first = row.assign("arith.cmpi eq, " + t_ + ", " + row.integer(0, "i32") + " : i32");
-    if (!rowValid.empty()) first = row.assign("arith.andi " + first + ", " + rowValid + " : i1");
-    if (cfg_.cluster > 1)
-      first = row.assign("arith.andi " + first + ", " +
-                         row.assign("arith.cmpi eq, " + rank_ + ", " + row.integer(0, "i32") + " : i32") + " : i1");
-    if (!splitLast_.empty()) first = row.assign("arith.andi " + first + ", " + splitLast_ + " : i1");
-    row.line("scf.if " + first + " {");
-    row.indent();
-    for (size_t i = 0; i < rowOutputs_.size(); ++i) {
-      DType dt = g_.node(g_.outputs()[rowOutputs_[i]].node).dtype;
-      std::string st = storageType(dt);
-      std::string p = row.assign("llvm.getelementptr inbounds " + outPtr_[rowOutputs_[i]] + "[" + r_ +
-                                 "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
-      row.line("llvm.store " + vals[i] + ", " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64} : " + st +
-               ", !llvm.ptr<1>");
-    }
-    row.dedent();
-    row.line("}");
-    swapLane(lane);
   }
   if (loopRows) {
     MlirWriter loop = head.sibling();
@@ -2281,6 +2358,19 @@ void RowEmitter::prepare() {
     const bool onePass = !accs_.empty() && std::all_of(accs_.begin(), accs_.end(),
                                                        [&](const Acc& a) { return a.level == accs_[0].level; });
     if (!onePass || !fullOutputs_.empty() || !gathers_.empty()) cfg_.split = 1;
+  }
+  // One-step rows: several passes (what the branch saves is their second
+  // reads), no Welford state (a step of the loop merges whole steps), no
+  // gathers.
+  if (cfg_.oneStep > 0) {
+    std::set<int> levels;
+    bool welford = false;
+    for (const Acc& a : accs_) {
+      levels.insert(a.level);
+      welford = welford || a.kind == AccKind::Welford;
+    }
+    const size_t passes = levels.size() + (fullOutputs_.empty() ? 0 : 1);
+    if (passes < 2 || welford || !gathers_.empty() || asTail_) cfg_.oneStep = 0;
   }
 
   elementOptions_.approxTranscendentals = true;
@@ -2647,6 +2737,29 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
       return c;
     }
     if (smNumber(options.chip) >= 80) c.evict = 1;
+    const auto hint = options.dimHints.find(nd.name);
+    const int64_t n = hint == options.dimHints.end() ? 0 : hint->second;
+    // A row that one step of at most 512 threads covers, at the vectors per
+    // thread a static row of one step takes (heavy and f32 rows 4, light
+    // 16-bit ones 2, divided among several row-shaped inputs), takes the
+    // one-step branch (RowConfig::oneStep: its passes' loads of the same
+    // vectors meet, as a static row's of one step do: layernorm reads the
+    // row twice instead of three times), at the static rule's threads
+    // (the row over those vectors, 128 to 512), with the fewest vectors
+    // that cover the hint (1 without one). The range: the lengths these
+    // cover and half as many do not (powers of two, as dimHintClass).
+    const bool lightF32 = !heavy && rowInputs == 1 && rowBytes == 4;
+    const int64_t u = lightF32 ? 2 : std::max(1, (heavy || !narrow ? 4 : 2) / rowInputs);
+    const int64_t oneStepMax = 512 * c.vector * u;
+    if (c.evict && n <= oneStepMax) {
+      const int64_t T = std::clamp<int64_t>(nextPow2((n + u * c.vector - 1) / (u * c.vector)), 128, 512);
+      const int64_t k = std::clamp<int64_t>(nextPow2((n + T * c.vector - 1) / (T * c.vector)), 1, u);
+      c.threadsPerRow = c.threads = static_cast<int>(T);
+      c.oneStep = static_cast<int>(k);
+      const int64_t cap = T * c.vector * k;
+      if (preferred) preferred->push_back({nd.name, cap == 128 * c.vector ? 0 : cap / 2 + 1, cap});
+      return c;
+    }
     // Threads a row by the row's bytes (the launch's length as a hint,
     // CompileOptions::dimHints; the facade builds the variant for a launch
     // outside the range named here): the blocks that fit at once (2048
@@ -2665,10 +2778,9 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     //   / 3.36; the static kernels 4.06 / 4.18, 3.98 / 4.07);
     //   N = 262144 f32 (1024 rows): 2.57 / 2.47 at 128, 2.72 / 2.79 at 512
     //   (the static kernels hold the row in clusters: 3.98 / 4.01).
+    // Longer rows than the one-step branch covers loop.
     const int64_t bytesPerValue = nextPow2(rowBytes);
     const int64_t upTo128 = kDynamicRowBytes128 / bytesPerValue, upTo256 = kDynamicRowBytes256 / bytesPerValue;
-    const auto hint = options.dimHints.find(nd.name);
-    const int64_t n = hint == options.dimHints.end() ? 0 : hint->second;
     LaunchGeometry::DimRange range{nd.name, 0, upTo128};
     if (n > upTo256) {
       c.threadsPerRow = c.threads = 512;
@@ -2682,6 +2794,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
       c.threadsPerRow = c.threads = 256;
       range = {nd.name, upTo128 + 1, upTo256};
     }
+    if (c.evict) range.min = std::max(range.min, oneStepMax + 1);
     if (preferred) preferred->push_back(range);
     return c;
   }
@@ -3167,7 +3280,8 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                         "threads_per_row: power of two <= 1024; threads: multiple of 32 in [32, 1024]; vector: 1, "
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..16; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
                         "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1; "
-                        "lanes: 1, 2, 4, 8, 16; max_blocks: >= 0 (row loops); split: power of two <= 1024; welford: 0 or 1",
+                        "lanes: 1, 2, 4, 8, 16; max_blocks: >= 0 (row loops); split: power of two <= 1024; welford: 0 or 1; "
+                        "one_step: 0 or a power of two <= 16 (dynamic row lengths)",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -3185,6 +3299,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "max_blocks" && v >= 0) c.maxBlocks = v;
                           else if (key == "split" && isPow2(v) && v <= 1024) c.split = static_cast<int>(v);
                           else if (key == "welford" && (v == 0 || v == 1)) c.welford = v == 1;
+                          else if (key == "one_step" && (v == 0 || (isPow2(v) && v <= 16))) c.oneStep = static_cast<int>(v);
                           else return false;
                           return true;
                         });
@@ -3286,6 +3401,14 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                      c.threadsPerRow >= 64 && c.lanes == 1 && !tail && staticRows;
     if (!fit) c.split = 1;
     else c.evict = 0;
+  }
+  // One-step rows (see RowConfig::oneStep): a looped, hinted row of a
+  // dynamic length, one block per row part of at least 32 threads (prepare()
+  // also asks for several passes, no Welford state and no gathers).
+  if (c.oneStep > 0) {
+    const bool fit = d.back().isDynamic() && !c.persistent && c.cluster == 1 && !c.stage && !c.prefetch &&
+                     c.split == 1 && c.lanes == 1 && c.threadsPerRow >= 32 && c.evict != 0 && !c.welford && !tail;
+    if (!fit) c.oneStep = 0;
   }
   if (tail) {
     // The tail runs on one block's threads (a power of two for its tree),

@@ -100,11 +100,19 @@ struct RowConfig {
   // and writes the row's results. For few long rows that the planner cannot
   // reshape into parts (a whole tensor of dynamic or odd size).
   int split = 1;
+  // Looped form over a dynamic row length with L2 hints (evict), several
+  // passes: a row that one step of this many vectors per thread covers
+  // (at most T x V x one_step values, checked at run time) takes a branch
+  // of one guarded step per pass, with no loop, so that the passes' loads
+  // of the same vectors meet in one (as a static row of one step does:
+  // layernorm's mean and variance read the row once); longer rows take the
+  // loop. 0: no such branch. A power of two, at most 16.
+  int oneStep = 0;
   // A kernel that loops over rows (clusters, prefetch, plain row loops):
   // at most this many blocks (whole clusters), fewer than fit at once
   // (0: as many as fit). For measuring how a kernel scales with SMs.
   int64_t maxBlocks = 0;
-  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "welford" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1
+  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "welford" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1, "one_step" only when > 0
 };
 
 // A good config from the domain, dtypes and device (clusters on sm_90+).
@@ -121,7 +129,7 @@ constexpr int64_t kDynamicRowBytes128 = 16 << 10, kDynamicRowBytes256 = 32 << 10
 
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32), lanes (1, 2, 4, 8, 16), split (1..1024, powers of two)); throws kiln::Error naming a
+// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32), lanes (1, 2, 4, 8, 16), split (1..1024, powers of two), one_step (0, 1, 2, 4, 8, 16)); throws kiln::Error naming a
 // bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
