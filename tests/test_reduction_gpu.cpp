@@ -1113,11 +1113,12 @@ TEST_CASE("rows of a dynamic length match the reference in the vectorized and th
   for (test::GraphCase& c : test::reductionSweep({"R", "N"}, {false}))
     if (c.graph.outputs().size() && c.label.find(dtypeName(t)) != std::string::npos) cases.push_back(std::move(c));
   // The heuristic's kernels (each length launches the variant of its
-  // range: one-step branches of 1 to 4 vectors up to 16384 values, loops
-  // beyond; 32768 the long-row variant's vectorized entry, 32771 its scalar
-  // one), then one kernel for every length (an override: no ranges, no
-  // variants) whose one-step branch covers 128 x one vector a thread, so
-  // that the short lengths take its branch and the long ones its loop.
+  // range: one-step entries of 1 to 4 vectors a thread up to 8192 values,
+  // loops beyond; 32768 the long-row variant's vectorized entry, 32771 its
+  // scalar one), then one kernel for every length (an override: no ranges,
+  // no variants) whose one-step entry covers 128 threads x one vector, so
+  // that the short lengths launch that entry and the long ones the looped
+  // one.
   for (const char* override : {"", R"({"one_step": 1})"})
     for (const test::GraphCase& c : cases)
       for (int64_t n : {4096, 4097, 8, 7, 32768, 1, 24, 32771})

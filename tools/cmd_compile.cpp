@@ -132,6 +132,10 @@ int runCompile(int argc, char** argv) {
         for (const compiler::LaunchGeometry::DimRange& r : k.launch.preferred)
           preferred.push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
         j["preferred"] = preferred;
+        nlohmann::json oneStep = nlohmann::json::array();
+        for (const compiler::LaunchGeometry::DimRange& r : k.launch.oneStepRange)
+          oneStep.push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
+        j["one_step_range"] = oneStep;
         kernels.push_back(j);
       }
       nlohmann::json workspace = nlohmann::json::array();

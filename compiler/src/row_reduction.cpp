@@ -213,9 +213,10 @@ class RowEmitter {
       const std::vector<std::vector<std::string>>& init, const std::vector<std::string>& types,
       const std::function<std::vector<std::vector<std::string>>(Ctx&, const std::vector<std::vector<std::string>>&, int)>& body);
   void storeFull(Ctx& c, int slot, const std::string& valid);
-  // A one-step row's branch is being written (RowConfig::oneStep): loopOver
-  // writes each pass as one guarded step instead of a loop.
-  bool oneStepPass_ = false;
+  // The one-step entry is being written (RowConfig::oneStep; oneStepEntry_),
+  // and within it a looped pass: loopOver writes the pass as one guarded
+  // step instead of a loop.
+  bool oneStepEntry_ = false, oneStepPass_ = false;
 
   const Graph& g_;
   RowConfig cfg_;
@@ -1330,8 +1331,9 @@ std::vector<std::vector<std::string>> RowEmitter::loopOver(
   };
   flatTypes = loopTypes;  // the flattened states' types
   if (oneStepPass_) {
-    // One step covers the row (the branch around this pass checked that
-    // n <= T x V x one_step): the body once, straight-line, each slot's
+    // One step covers the row (the launcher takes this entry where n <=
+    // T x V x one_step, LaunchGeometry::oneStepRange): the body once,
+    // straight-line, each slot's
     // vector guarded (its column 0 where it is past the row's end, so that
     // every load stays inside the row).
     // The body goes to its own writer, as a loop's does (values memoized
@@ -2152,39 +2154,12 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
           return std::vector<std::vector<std::string>>{};
         });
     };
-    if (cfg_.oneStep > 0) {
-      // A row that one step covers (RowConfig::oneStep) takes a branch of
-      // guarded single steps, longer rows the loop; each branch computes
-      // and stores its own results (what one branch memoized is not
-      // defined in the other), the block trees reuse the same slots.
-      const int64_t cap = static_cast<int64_t>(cfg_.threadsPerRow) * vector_ * cfg_.oneStep;
-      std::string n32 = row.assign("arith.trunci " + dimArg_.at(nd.name) + " : i64 to i32");
-      row.line("scf.if " + row.assign("arith.cmpi ule, " + n32 + ", " + row.integer(cap, "i32") + " : i32") + " {");
-      row.indent();
-      const auto rowMemo = rowMemo_, elemMemo = elemMemo_, loadMemo = loadMemo_;
-      const auto loadDtype = loadDtype_;
-      const auto rowValue = rowValue_;
-      const auto hiddenMean = hiddenMean_;
-      const int slots = smemSlots_;
-      oneStepPass_ = true;
-      loopedPasses();
-      storeRowOutputs();
-      oneStepPass_ = false;
-      const int slotsOneStep = smemSlots_;
-      rowMemo_ = rowMemo, elemMemo_ = elemMemo, loadMemo_ = loadMemo, loadDtype_ = loadDtype;
-      rowValue_ = rowValue, hiddenMean_ = hiddenMean, smemSlots_ = slots;
-      row.dedent();
-      row.line("} else {");
-      row.indent();
-      loopedPasses();
-      storeRowOutputs();
-      smemSlots_ = std::max(smemSlots_, slotsOneStep);
-      row.dedent();
-      row.line("}");
-    } else {
-      loopedPasses();
-      storeRowOutputs();
-    }
+    // The one-step entry (RowConfig::oneStep) writes each pass as one
+    // guarded step; the others loop.
+    oneStepPass_ = oneStepEntry_;
+    loopedPasses();
+    storeRowOutputs();
+    oneStepPass_ = false;
   }
   if (loopRows) {
     MlirWriter loop = head.sibling();
@@ -2440,6 +2415,14 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   };
   if (V > 1 && variants != EntryVariants::ScalarOnly) {
     const std::string vname = name + (cfg_.lanes > 1 ? "_l" : "_v") + std::to_string(V);
+    if (cfg_.oneStep > 0) {
+      // An entry of its own for the rows one step covers, so that its
+      // registers (and the blocks that fit per SM) are not the loop's.
+      oneStepEntry_ = true;
+      body += entryText(vname + "_step", V);
+      oneStepEntry_ = false;
+      k.entries.push_back({.name = vname + "_step", .vectorized = true, .oneStep = true});
+    }
     body += entryText(vname, V);
     k.entries.push_back({vname, true});
   }
@@ -2510,6 +2493,9 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   // alone must describe the same kernel.)
   if (V > 1 && cfg_.lanes == 1 && dom_[k_ - 1].isDynamic())
     k.launch.vectorMultiples.push_back({dom_[k_ - 1].name, V});
+  // The one-step entry's rows (whichever entries this build makes, as above).
+  if (V > 1 && cfg_.oneStep > 0)
+    k.launch.oneStepRange.push_back({dom_[k_ - 1].name, 0, static_cast<int64_t>(cfg_.threadsPerRow) * V * cfg_.oneStep});
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
   if (cfg_.split > 1) {
     // Each row gets one block per step of its values, at most S (the
@@ -2739,20 +2725,29 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     if (smNumber(options.chip) >= 80) c.evict = 1;
     const auto hint = options.dimHints.find(nd.name);
     const int64_t n = hint == options.dimHints.end() ? 0 : hint->second;
-    // A row that one step of at most 512 threads covers, at the vectors per
-    // thread a static row of one step takes (heavy and f32 rows 4, light
-    // 16-bit ones 2, divided among several row-shaped inputs), takes the
-    // one-step branch (RowConfig::oneStep: its passes' loads of the same
-    // vectors meet, as a static row's of one step do: layernorm reads the
-    // row twice instead of three times), at the static rule's threads
-    // (the row over those vectors, 128 to 512), with the fewest vectors
-    // that cover the hint (1 without one). The range: the lengths these
-    // cover and half as many do not (powers of two, as dimHintClass).
+    // A row that one step covers, at the vectors per thread a static row of
+    // one step takes (heavy and f32 rows 4, light 16-bit ones 2, divided
+    // among several row-shaped inputs), takes the one-step entry
+    // (RowConfig::oneStep: its passes' loads of the same vectors meet, as a
+    // static row's of one step do: layernorm reads the row twice instead of
+    // three times), at the static rule's threads (the row over those
+    // vectors, 128 to 256 for heavy rows, to 512 for light ones), with the
+    // fewest vectors that cover the hint (1 without one). The range: the
+    // lengths these cover and half as many do not (powers of two, as
+    // dimHintClass). Measured on the H200 (2026-12-02, session 25 calls
+    // 1-3, TB/s, the loop before -> the one-step entry): 32768 x 4096
+    // softmax / rmsnorm / layernorm f32 4.04 / 4.15 / 4.05 -> 4.25 / 4.25 /
+    // 4.25 (static 4.24 / 4.26 / 4.25), bf16 4.14 / 4.12 / 3.43 -> 4.18 /
+    // 4.14 / 3.80; 16384 x 8192 rmsnorm bf16 3.97 -> 4.15 (512 threads),
+    // softmax bf16 3.99 -> 3.97. Heavy rows at 512 threads lost: softmax
+    // f32 8192 4.17 (looped at 256) -> 4.04, bf16 16384 4.09 -> 2.27 and
+    // layernorm bf16 16384 3.07 -> 2.41 (69-75 registers: one block per SM).
     const bool lightF32 = !heavy && rowInputs == 1 && rowBytes == 4;
-    const int64_t u = lightF32 ? 2 : std::max(1, (heavy || !narrow ? 4 : 2) / rowInputs);
-    const int64_t oneStepMax = 512 * c.vector * u;
+    const int64_t u = lightF32 ? 2 : std::max(1, (heavy || !narrow ? 4 : 2) / std::max(1, rowInputs));
+    const int64_t maxT = heavy ? 256 : 512;
+    const int64_t oneStepMax = maxT * c.vector * u;
     if (c.evict && n <= oneStepMax) {
-      const int64_t T = std::clamp<int64_t>(nextPow2((n + u * c.vector - 1) / (u * c.vector)), 128, 512);
+      const int64_t T = std::clamp<int64_t>(nextPow2((n + u * c.vector - 1) / (u * c.vector)), 128, maxT);
       const int64_t k = std::clamp<int64_t>(nextPow2((n + T * c.vector - 1) / (T * c.vector)), 1, u);
       c.threadsPerRow = c.threads = static_cast<int>(T);
       c.oneStep = static_cast<int>(k);

@@ -83,7 +83,7 @@ compiler::KernelTensor tensorFrom(const json& j) {
 // 9: the dims the vectorized entry needs multiples of (dynamic row lengths);
 // 10: the dim ranges a heuristic config was chosen for (and dim hints in the
 // key).
-constexpr int kFormat = 10;
+constexpr int kFormat = 11;
 
 }  // namespace
 
@@ -153,7 +153,8 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["scalars"] = json::array();
     for (const auto& s : k.scalars) jk["scalars"].push_back({{"name", s.name}, {"dtype", std::string(dtypeName(s.dtype))}});
     jk["entries"] = json::array();
-    for (const auto& e : k.entries) jk["entries"].push_back({{"name", e.name}, {"vectorized", e.vectorized}});
+    for (const auto& e : k.entries)
+      jk["entries"].push_back({{"name", e.name}, {"vectorized", e.vectorized}, {"one_step", e.oneStep}});
     jk["launch"] = {{"threads", k.launch.threadsPerBlock}, {"elements_per_block", k.launch.elementsPerBlock},
                     {"iter_shape", shapeJson(k.launch.iterShape)}, {"max_blocks", k.launch.maxBlocks}, {"min_blocks", k.launch.minBlocks},
                     {"shared_bytes", k.launch.sharedBytes}, {"tile", k.launch.tile}, {"cluster", k.launch.cluster},
@@ -167,6 +168,9 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["launch"]["preferred"] = json::array();
     for (const auto& r : k.launch.preferred)
       jk["launch"]["preferred"].push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
+    jk["launch"]["one_step_range"] = json::array();
+    for (const auto& r : k.launch.oneStepRange)
+      jk["launch"]["one_step_range"].push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
     jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
@@ -218,7 +222,8 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       for (const json& t : jk.at("tensors")) k.tensors.push_back(tensorFrom(t));
       k.dims = jk.at("dims").get<std::vector<std::string>>();
       for (const json& s : jk.at("scalars")) k.scalars.push_back({s.at("name").get<std::string>(), dtypeFrom(s.at("dtype"))});
-      for (const json& e : jk.at("entries")) k.entries.push_back({e.at("name").get<std::string>(), e.at("vectorized").get<bool>()});
+      for (const json& e : jk.at("entries"))
+        k.entries.push_back({e.at("name").get<std::string>(), e.at("vectorized").get<bool>(), e.at("one_step").get<bool>()});
       const json& l = jk.at("launch");
       k.launch.threadsPerBlock = l.at("threads").get<int>();
       k.launch.elementsPerBlock = l.at("elements_per_block").get<int64_t>();
@@ -235,6 +240,8 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
         k.launch.vectorMultiples.push_back({m.at("dim").get<std::string>(), m.at("multiple").get<int64_t>()});
       for (const json& r : l.at("preferred"))
         k.launch.preferred.push_back({r.at("dim").get<std::string>(), r.at("min").get<int64_t>(), r.at("max").get<int64_t>()});
+      for (const json& r : l.at("one_step_range"))
+        k.launch.oneStepRange.push_back({r.at("dim").get<std::string>(), r.at("min").get<int64_t>(), r.at("max").get<int64_t>()});
       k.source = blobString(blobs, jk.at("source"));
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))

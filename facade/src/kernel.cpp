@@ -50,6 +50,9 @@ struct PreparedKernel {
   detail::GridRule grid;
   rt::Module module;
   rt::Function vectorized, scalar;
+  // The vectorized entry for the rows of LaunchGeometry::oneStepRange
+  // (compiler::KernelEntry::oneStep), where the kernel has one.
+  rt::Function oneStep;
   // The first compile built this kernel's scalar entry too (a kernel may
   // have no vectorized entry at all). Set before the modules count as
   // loaded and never changed after, so launches read it without a lock;
@@ -154,7 +157,8 @@ void loadModules(Kernel::Impl& impl) {
     for (const compiler::KernelEntry& e : pk.ck->entries) {
       rt::Function f = pk.module.function(e.name);
       allowLaunchGeometry(f, pk.ck->launch);
-      if (e.vectorized) pk.vectorized = f;
+      if (e.oneStep) pk.oneStep = f;
+      else if (e.vectorized) pk.vectorized = f;
       else pk.scalar = f;
     }
     pk.ownScalar = static_cast<bool>(pk.scalar);
@@ -207,7 +211,7 @@ void loadScalarEntries(Kernel::Impl& impl) {
       if (a.threadsPerBlock != b.threadsPerBlock || a.elementsPerBlock != b.elementsPerBlock ||
           a.maxBlocks != b.maxBlocks || a.minBlocks != b.minBlocks || a.resident != b.resident ||
           a.sharedBytes != b.sharedBytes || a.iterShape != b.iterShape || a.tile != b.tile || a.cluster != b.cluster ||
-          a.dimBounds != b.dimBounds || a.vectorMultiples != b.vectorMultiples)
+          a.dimBounds != b.dimBounds || a.vectorMultiples != b.vectorMultiples || a.oneStepRange != b.oneStepRange)
         planMismatch(i, ck, *pk.ck, "another launch geometry");
       const compiler::KernelEntry* entry = nullptr;
       for (const compiler::KernelEntry& e : ck.entries)
@@ -450,7 +454,7 @@ void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock&
     return;
   }
   if (block.vectorizable() && pk.grid.vectorFits(dimValue)) [[likely]] {
-    rt::launch(pk.vectorized, cfg, block);
+    rt::launch(pk.oneStep && pk.grid.inOneStep(dimValue) ? pk.oneStep : pk.vectorized, cfg, block);
     return;
   }
   if (!pk.ownScalar) loadScalarEntries(impl);  // once; a cheap check afterwards
@@ -597,6 +601,12 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
     if (index < 0) throw bad("its config was chosen for a range of dim " + p.dim + ", which the kernel does not take");
     if (p.min > p.max) throw bad("an empty range of dim " + p.dim);
     r.preferred.push_back({index, p.min, p.max});
+  }
+  for (const compiler::LaunchGeometry::DimRange& p : g.oneStepRange) {
+    const int index = dimIndex(p.dim);
+    if (index < 0) throw bad("its one-step entry covers a range of dim " + p.dim + ", which the kernel does not take");
+    if (p.min > p.max) throw bad("an empty one-step range of dim " + p.dim);
+    r.oneStep.push_back({index, p.min, p.max});
   }
   return r;
 }
@@ -772,6 +782,9 @@ std::string Kernel::explain() const {
       os << "    dim " << b.dim << " at most " << b.max << " (" << b.what << ", counted in 32 bits; checked at launch)\n";
     for (const compiler::LaunchGeometry::DimMultiple& m : k.launch.vectorMultiples)
       os << "    vectorized entry where dim " << m.dim << " is a multiple of " << m.multiple << " (else the scalar entry)\n";
+    for (const compiler::LaunchGeometry::DimRange& r : k.launch.oneStepRange)
+      os << "    one-step entry where dim " << r.dim << " is at most " << r.max
+         << " (each pass one step, no loop; longer rows the looped entry)\n";
     for (const compiler::LaunchGeometry::DimRange& r : k.launch.preferred) {
       os << "    config chosen for dim " << r.dim << " ";
       if (r.max == std::numeric_limits<int64_t>::max()) os << "at least " << r.min;

@@ -47,6 +47,14 @@ struct GridRule {
       if (const int64_t v = dimValue(static_cast<size_t>(r.index)); v < r.min || v > r.max) return false;
     return true;
   }
+  // The dim values the one-step entry covers (LaunchGeometry::oneStepRange).
+  std::vector<Range> oneStep;
+  template <class DimValue>
+  bool inOneStep(const DimValue& dimValue) const {
+    for (const Range& r : oneStep)
+      if (const int64_t v = dimValue(static_cast<size_t>(r.index)); v < r.min || v > r.max) return false;
+    return true;
+  }
   template <class DimValue>
   bool vectorFits(const DimValue& dimValue) const {
     for (const auto& [d, m] : multiples)

@@ -201,38 +201,57 @@ TEST_CASE("grid: a dynamic row length picks the vectorized entry only for whole 
 // hint says the rows are long (CompileOptions::dimHints); the kernel names
 // the range it was configured for (LaunchGeometry::preferred), which the
 // facade checks at launch (GridRule::inPreferred) to build, once, a
-// variant for values outside it. Given configs stand for every length.
+// variant for values outside it. Rows that one step covers take the
+// one-step branch (one_step: the fewest vectors a thread that cover the
+// hint, at the static rule's threads; rmsnorm's light rows up to 512 x 2
+// vectors), ranges by powers of two; longer rows loop at 256 threads up to
+// 32 KB a row, 512 beyond. Given configs stand for every length.
 TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen for", "[compile][reduction]") {
   const compiler::CompileOptions base{.chip = "sm_90", .smCount = 132};
-  for (DType t : {DType::F32, DType::BF16}) {
-    INFO(dtypeName(t));
+  const int64_t top = std::numeric_limits<int64_t>::max();
+  struct Want {
+    std::map<std::string, int64_t> hints;
+    int threads;
+    int oneStep;  // 0: a loop
+    int64_t min, max;
+  };
+  struct Case {
+    DType t;
+    std::vector<Want> wants;
+  };
+  const std::vector<Case> cases = {
+      {DType::BF16,
+       {Want{{}, 128, 1, 0, 1024}, Want{{{"N", 1024}}, 128, 1, 0, 1024}, Want{{{"N", 1025}}, 128, 2, 1025, 2048},
+        Want{{{"N", 3000}}, 256, 2, 2049, 4096}, Want{{{"N", 8192}}, 512, 2, 4097, 8192},
+        Want{{{"N", 8193}}, 256, 0, 8193, 16384}, Want{{{"N", 16384}}, 256, 0, 8193, 16384},
+        Want{{{"N", 16385}}, 512, 0, 16385, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 16385, top}}},
+      {DType::F32,
+       {Want{{}, 128, 1, 0, 512}, Want{{{"N", 512}}, 128, 1, 0, 512}, Want{{{"N", 513}}, 128, 2, 513, 1024},
+        Want{{{"N", 1500}}, 256, 2, 1025, 2048}, Want{{{"N", 4096}}, 512, 2, 2049, 4096},
+        Want{{{"N", 4097}}, 256, 0, 4097, 8192}, Want{{{"N", 8192}}, 256, 0, 4097, 8192},
+        Want{{{"N", 8193}}, 512, 0, 8193, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 8193, top}}}};
+  for (const Case& c : cases) {
+    INFO(dtypeName(c.t));
     Graph g;
-    g.output("y", rmsnorm(g.input("x", t, {"B", "N"}), g.input("w", t, {"N"}), 1e-6));
-    // 128 threads a row up to 16 KB, 256 up to 32 KB, 512 beyond.
-    const int64_t u128 = (16 << 10) / dtypeSize(t), u256 = (32 << 10) / dtypeSize(t);
-    const int64_t top = std::numeric_limits<int64_t>::max();
-    struct Want {
-      std::map<std::string, int64_t> hints;
-      int threads;
-      int64_t min, max;
-    };
-    for (const Want& w : {Want{{}, 128, 0, u128}, Want{{{"N", u128}}, 128, 0, u128},
-                          Want{{{"N", u128 + 1}}, 256, u128 + 1, u256}, Want{{{"N", u256}}, 256, u128 + 1, u256},
-                          Want{{{"N", u256 + 1}}, 512, u256 + 1, top},
-                          Want{{{"N", 262144}, {"B", 3}}, 512, u256 + 1, top}}) {
+    g.output("y", rmsnorm(g.input("x", c.t, {"B", "N"}), g.input("w", c.t, {"N"}), 1e-6));
+    for (const Want& w : c.wants) {
       compiler::CompileOptions o = base;
       o.dimHints = w.hints;
       INFO("hints: " << w.hints.size() << (w.hints.count("N") ? " N = " + std::to_string(w.hints.at("N")) : ""));
       compiler::CompiledGraph cg = compiler::compileGraph(g, o);
       REQUIRE(cg.kernels.size() == 1);
       const compiler::CompiledKernel& k = cg.kernels[0];
+      INFO(k.config);
       CHECK(k.launch.threadsPerBlock == w.threads);
+      CHECK((k.config.find("\"one_step\": " + std::to_string(w.oneStep) + "}") != std::string::npos) == (w.oneStep > 0));
+      CHECK((k.config.find("one_step") != std::string::npos) == (w.oneStep > 0));
       REQUIRE(k.launch.preferred.size() == 1);
       CHECK(k.launch.preferred[0] == compiler::LaunchGeometry::DimRange{"N", w.min, w.max});
       const detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
       const size_t nIndex = static_cast<size_t>(std::find(k.dims.begin(), k.dims.end(), "N") - k.dims.begin());
       REQUIRE(nIndex < k.dims.size());
-      for (int64_t n : {int64_t{0}, int64_t{1}, u128, u128 + 1, u256, u256 + 1, int64_t{1} << 30}) {
+      for (int64_t n : {int64_t{0}, int64_t{1}, w.min - 1, w.min, w.max, w.max == top ? top : w.max + 1, int64_t{1} << 30}) {
+        if (n < 0) continue;
         INFO("N = " << n);
         CHECK(r.inPreferred([&](size_t d) { return d == nIndex ? n : int64_t{5}; }) == (n >= w.min && n <= w.max));
       }
@@ -272,13 +291,14 @@ TEST_CASE("a kernel's variant for long dynamic rows is built once and named by e
   o.diskCache = false;
   const Kernel k = compile(g, o);
   REQUIRE(k.signature().dims.size() == 2);
-  CHECK(k.explain().find("config chosen for dim N at most 8192") != std::string::npos);
-  CHECK(&k.forDims(std::vector<int64_t>{37, 8192}).compiled() == &k.compiled());
+  CHECK(k.explain().find("config chosen for dim N at most 1024") != std::string::npos);
+  CHECK(&k.forDims(std::vector<int64_t>{37, 1000}).compiled() == &k.compiled());
   CHECK(k.explain().find("variant built") == std::string::npos);
   const Kernel v = k.forDims(std::vector<int64_t>{37, 40000});
   CHECK(&v.compiled() != &k.compiled());
   REQUIRE(v.compiled().kernels.size() == 1);
   CHECK(v.compiled().kernels[0].config.find("\"threads_per_row\": 512") != std::string::npos);
+  CHECK(v.compiled().kernels[0].config.find("one_step") == std::string::npos);
   CHECK(v.compiled().kernels[0].launch.preferred.at(0).min == 16385);
   // Every long length: the same variant; the variant stands for itself.
   CHECK(&k.forDims(std::vector<int64_t>{1, 1 << 20}).compiled() == &v.compiled());
@@ -287,11 +307,17 @@ TEST_CASE("a kernel's variant for long dynamic rows is built once and named by e
   INFO(e);
   CHECK(e.find("variant built for a launch outside the ranges above (hints N=40000)") != std::string::npos);
   CHECK(e.find("for dim N in [16385, ") != std::string::npos);
-  // Rows of 8193 to 16384 bf16 values: a second variant, 256 threads a row.
+  // Rows of 8193 to 16384 bf16 values: one step of 512 threads x 4 vectors.
   const Kernel m = k.forDims(std::vector<int64_t>{37, 12000});
-  CHECK(m.compiled().kernels.at(0).config.find("\"threads_per_row\": 256") != std::string::npos);
+  CHECK(m.compiled().kernels.at(0).config.find("\"threads_per_row\": 512") != std::string::npos);
+  CHECK(m.compiled().kernels.at(0).config.find("\"one_step\": 4") != std::string::npos);
   CHECK(&k.forDims(std::vector<int64_t>{37, 16384}).compiled() == &m.compiled());
+  CHECK(&k.forDims(std::vector<int64_t>{37, 8193}).compiled() == &m.compiled());
   CHECK(&k.forDims(std::vector<int64_t>{37, 16385}).compiled() == &v.compiled());
+  // 4097 to 8192: 256 threads, a third variant.
+  const Kernel s = k.forDims(std::vector<int64_t>{37, 8192});
+  CHECK(&s.compiled() != &m.compiled());
+  CHECK(s.compiled().kernels.at(0).config.find("\"threads_per_row\": 256") != std::string::npos);
   // Bad values: the count and negative dims, named.
   CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37}), Catch::Contains("1 dim value(s) given, but the graph has 2"));
   CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37, -1}), Catch::Contains("dim N = -1 is negative"));

@@ -43,6 +43,10 @@ struct KernelScalar {
 struct KernelEntry {
   std::string name;
   bool vectorized = false;
+  // A vectorized entry for the rows of LaunchGeometry::oneStepRange only
+  // (a row reduction's one-step rows, RowConfig::oneStep); the other
+  // vectorized entry takes the rest.
+  bool oneStep = false;
 };
 
 // How to size the grid at launch: each dim of iterShape (dynamic dims bound
@@ -103,6 +107,10 @@ struct LaunchGeometry {
     bool operator==(const DimRange&) const = default;
   };
   std::vector<DimRange> preferred;
+  // Where the vectorized entry runs and each named dim is within its range
+  // (a row reduction's dynamic row length up to what one step covers), the
+  // launcher takes the one-step entry (KernelEntry::oneStep) instead.
+  std::vector<DimRange> oneStepRange;
 };
 
 // A TMA tensor map the launcher builds for the kernel: the kernel takes one
