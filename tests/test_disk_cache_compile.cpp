@@ -69,7 +69,8 @@ void requireSameKernels(const compiler::CompiledGraph& a, const compiler::Compil
       CHECK((x.scalars[t].name == y.scalars[t].name && x.scalars[t].dtype == y.scalars[t].dtype));
     REQUIRE(x.entries.size() == y.entries.size());
     for (size_t t = 0; t < x.entries.size(); ++t)
-      CHECK((x.entries[t].name == y.entries[t].name && x.entries[t].vectorized == y.entries[t].vectorized));
+      CHECK((x.entries[t].name == y.entries[t].name && x.entries[t].vectorized == y.entries[t].vectorized &&
+             x.entries[t].oneStep == y.entries[t].oneStep));
     CHECK(x.launch.threadsPerBlock == y.launch.threadsPerBlock);
     CHECK(x.launch.elementsPerBlock == y.launch.elementsPerBlock);
     CHECK(x.launch.iterShape == y.launch.iterShape);
@@ -82,6 +83,7 @@ void requireSameKernels(const compiler::CompiledGraph& a, const compiler::Compil
     CHECK(x.launch.dimBounds == y.launch.dimBounds);
     CHECK(x.launch.vectorMultiples == y.launch.vectorMultiples);
     CHECK(x.launch.preferred == y.launch.preferred);
+    CHECK(x.launch.oneStepRange == y.launch.oneStepRange);
     CHECK(x.source == y.source);
     REQUIRE(x.tensorMaps.size() == y.tensorMaps.size());
     for (size_t t = 0; t < x.tensorMaps.size(); ++t)
@@ -132,6 +134,11 @@ TEST_CASE("a multi-kernel graph with a workspace and scalars survives the disk c
                       [](const compiler::CompiledKernel& k) { return !k.launch.vectorMultiples.empty(); }));
   REQUIRE(std::any_of(first.kernels.begin(), first.kernels.end(),
                       [](const compiler::CompiledKernel& k) { return !k.launch.preferred.empty(); }));
+  // ... whose rows up to one step have an entry of their own.
+  REQUIRE(std::any_of(first.kernels.begin(), first.kernels.end(), [](const compiler::CompiledKernel& k) {
+    return !k.launch.oneStepRange.empty() &&
+           std::any_of(k.entries.begin(), k.entries.end(), [](const compiler::KernelEntry& e) { return e.oneStep; });
+  }));
   compiler::CompiledGraph second = compileGraphCached(g, o, true, &fc.cache);
   for (const auto& k : second.kernels) CHECK(k.cache == "hit");
   requireSameKernels(first, second);

@@ -1730,7 +1730,8 @@ TEST_CASE("a schedule-wide row override naming every core key is a whole config;
 // Every range of a dynamic row length has its own config (a variant the
 // facade builds for launches in that range, from the launch's value as a
 // hint): every composite and reduction op compiles in each, spill-free in
-// every entry, one kernel, configured for the range its hint falls in.
+// every entry (the one-step entry too), one kernel, configured for the
+// range its hint falls in.
 TEST_CASE("every composite and reduction op compiles spill-free in every dynamic row length's range",
           "[compile][reduction]") {
   for (DType t : {DType::F32, DType::BF16}) {
@@ -1739,7 +1740,7 @@ TEST_CASE("every composite and reduction op compiles spill-free in every dynamic
       if (c.graph.outputs().size() && c.label.find(dtypeName(t)) != std::string::npos) cases.push_back(std::move(c));
     int ranged = 0;
     for (const test::GraphCase& c : cases)
-      for (int64_t hint : {int64_t{0}, int64_t{12000}, int64_t{100000}}) {
+      for (int64_t hint : {int64_t{0}, int64_t{3000}, int64_t{12000}, int64_t{100000}}) {
         INFO(c.label << ", hint N = " << hint);
         compiler::CompileOptions o;
         if (hint) o.dimHints["N"] = hint;
@@ -1751,11 +1752,22 @@ TEST_CASE("every composite and reduction op compiles spill-free in every dynamic
           ++ranged;
           CHECK(r.dim == "N");
           CHECK((r.min <= hint && hint <= r.max));
-          // The config the range names: 128, 256 or 512 threads a row.
+          // The config the range names: 128, 256 or 512 threads a row; rows
+          // that one step covers (the range's longest) in an entry of their
+          // own, longer rows looped.
           const int threads = k.launch.threadsPerBlock;
           CHECK((threads == 128 || threads == 256 || threads == 512));
-          CHECK((r.min == 0) == (threads == 128));
-          CHECK((r.max == std::numeric_limits<int64_t>::max()) == (threads == 512));
+          const bool oneStep = k.config.find("\"one_step\"") != std::string::npos;
+          const bool stepEntry =
+              std::any_of(k.entries.begin(), k.entries.end(), [](const compiler::KernelEntry& e) { return e.oneStep; });
+          CHECK(stepEntry == oneStep);
+          if (oneStep) {
+            REQUIRE(k.launch.oneStepRange.size() == 1);
+            CHECK(k.launch.oneStepRange[0].max == r.max);
+          } else {
+            CHECK(k.launch.oneStepRange.empty());
+            CHECK(r.min > 0);
+          }
         }
         // Without a hint every row kernel over N is configured for short rows.
         if (!hint)

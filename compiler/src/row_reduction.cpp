@@ -1461,7 +1461,17 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
     for (int l = 0; l < vector_; ++l) lanes.push_back(storeConvert(w, value(c, go.node, id, slot, l), dt));
     stores.push_back({outPtr_[o], lanes});
   }
-  if (!valid.empty()) {
+  // A one-step entry's guarded slots store 16-byte vectors by a predicated
+  // st.global (no branch): the output pass stays straight-line, so every
+  // slot's loads (the row again, weights, biases) can be in flight at once,
+  // as in a static row of one step, instead of each slot's loads waiting
+  // behind the previous slot's guarded store.
+  bool predicated = !valid.empty() && oneStepPass_ && vector_ > 1;
+  for (int o : fullOutputs_)
+    predicated = predicated && vector_ * dtypeSize(g_.node(g_.outputs()[o].node).dtype) == 16;
+  std::string pred;
+  if (predicated) pred = w.assign("arith.extui " + valid + " : i1 to i32");
+  if (!valid.empty() && !predicated) {
     w.line("scf.if " + valid + " {");
     w.indent();
   }
@@ -1493,10 +1503,20 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
     std::string vec = w.assign("llvm.mlir.poison : " + vt);
     for (int l = 0; l < vector_; ++l)
       vec = w.assign("llvm.insertelement " + lanes[l] + ", " + vec + "[" + w.integer(l, "i32") + " : i32] : " + vt);
+    if (predicated) {
+      std::string words = w.assign("llvm.bitcast " + vec + " : " + vt + " to vector<4xi32>");
+      std::string ops = pred + ", " + p;
+      for (int l = 0; l < 4; ++l)
+        ops += ", " + w.assign("llvm.extractelement " + words + "[" + w.integer(l, "i32") + " : i32] : vector<4xi32>");
+      w.line("llvm.inline_asm has_side_effects \"{ .reg .pred kiln_p; setp.ne.b32 kiln_p, $0, 0; @kiln_p "
+             "st.global.v4.b32 [$1], {$2, $3, $4, $5}; }\", \"r,l,r,r,r,r,~{memory}\" " + ops +
+             " : (i32, !llvm.ptr<1>, i32, i32, i32, i32) -> ()");
+      continue;
+    }
     w.line("llvm.store " + vec + ", " + p + " {alignment = " + std::to_string(std::min(16, vector_ * dtypeSize(dt))) +
            " : i64} : " + vt + ", !llvm.ptr<1>");
   }
-  if (!valid.empty()) {
+  if (!valid.empty() && !predicated) {
     w.dedent();
     w.line("}");
   }

@@ -247,6 +247,9 @@ TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen f
       CHECK((k.config.find("one_step") != std::string::npos) == (w.oneStep > 0));
       REQUIRE(k.launch.preferred.size() == 1);
       CHECK(k.launch.preferred[0] == compiler::LaunchGeometry::DimRange{"N", w.min, w.max});
+      // The one-step entry covers the range's longest rows.
+      if (w.oneStep) CHECK(k.launch.oneStepRange == std::vector<compiler::LaunchGeometry::DimRange>{{"N", 0, w.max}});
+      else CHECK(k.launch.oneStepRange.empty());
       const detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
       const size_t nIndex = static_cast<size_t>(std::find(k.dims.begin(), k.dims.end(), "N") - k.dims.begin());
       REQUIRE(nIndex < k.dims.size());
@@ -292,6 +295,7 @@ TEST_CASE("a kernel's variant for long dynamic rows is built once and named by e
   const Kernel k = compile(g, o);
   REQUIRE(k.signature().dims.size() == 2);
   CHECK(k.explain().find("config chosen for dim N at most 1024") != std::string::npos);
+  CHECK(k.explain().find("one-step entry where dim N is at most 1024") != std::string::npos);
   CHECK(&k.forDims(std::vector<int64_t>{37, 1000}).compiled() == &k.compiled());
   CHECK(k.explain().find("variant built") == std::string::npos);
   const Kernel v = k.forDims(std::vector<int64_t>{37, 40000});
@@ -307,17 +311,20 @@ TEST_CASE("a kernel's variant for long dynamic rows is built once and named by e
   INFO(e);
   CHECK(e.find("variant built for a launch outside the ranges above (hints N=40000)") != std::string::npos);
   CHECK(e.find("for dim N in [16385, ") != std::string::npos);
-  // Rows of 8193 to 16384 bf16 values: one step of 512 threads x 4 vectors.
+  // Rows of 8193 to 16384 bf16 values: looped at 256 threads.
   const Kernel m = k.forDims(std::vector<int64_t>{37, 12000});
-  CHECK(m.compiled().kernels.at(0).config.find("\"threads_per_row\": 512") != std::string::npos);
-  CHECK(m.compiled().kernels.at(0).config.find("\"one_step\": 4") != std::string::npos);
+  CHECK(m.compiled().kernels.at(0).config.find("\"threads_per_row\": 256") != std::string::npos);
+  CHECK(m.compiled().kernels.at(0).config.find("one_step") == std::string::npos);
   CHECK(&k.forDims(std::vector<int64_t>{37, 16384}).compiled() == &m.compiled());
   CHECK(&k.forDims(std::vector<int64_t>{37, 8193}).compiled() == &m.compiled());
   CHECK(&k.forDims(std::vector<int64_t>{37, 16385}).compiled() == &v.compiled());
-  // 4097 to 8192: 256 threads, a third variant.
+  // 4097 to 8192: one step of 256 threads x 4 vectors, a third variant,
+  // with its one-step entry; explain names it.
   const Kernel s = k.forDims(std::vector<int64_t>{37, 8192});
   CHECK(&s.compiled() != &m.compiled());
   CHECK(s.compiled().kernels.at(0).config.find("\"threads_per_row\": 256") != std::string::npos);
+  CHECK(s.compiled().kernels.at(0).config.find("\"one_step\": 4") != std::string::npos);
+  CHECK(s.explain().find("one-step entry where dim N is at most 8192") != std::string::npos);
   // Bad values: the count and negative dims, named.
   CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37}), Catch::Contains("1 dim value(s) given, but the graph has 2"));
   CHECK_THROWS_WITH(k.forDims(std::vector<int64_t>{37, -1}), Catch::Contains("dim N = -1 is negative"));
