@@ -1465,8 +1465,14 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
   // st.global (no branch): the output pass stays straight-line, so every
   // slot's loads (the row again, weights, biases) can be in flight at once,
   // as in a static row of one step, instead of each slot's loads waiting
-  // behind the previous slot's guarded store.
-  bool predicated = !valid.empty() && oneStepPass_ && vector_ > 1;
+  // behind the previous slot's guarded store. Below 512 threads: there the
+  // predicates' registers cost blocks. Measured on the H200 (2026-12-02,
+  // session 25 calls 4-5, TB/s, branches -> predicated): layernorm bf16
+  // N = 4096 3.83 -> 4.07 (static 4.17), rmsnorm bf16 4096 4.14 -> 4.17,
+  // f32 layernorm / softmax / rmsnorm 4096 unchanged (4.24-4.25); rmsnorm
+  // bf16 8192 at 512 threads 4.15 -> 3.88 (32 -> 35 registers: three
+  // blocks per SM instead of four).
+  bool predicated = !valid.empty() && oneStepPass_ && vector_ > 1 && cfg_.threadsPerRow < 512;
   for (int o : fullOutputs_)
     predicated = predicated && vector_ * dtypeSize(g_.node(g_.outputs()[o].node).dtype) == 16;
   std::string pred;
