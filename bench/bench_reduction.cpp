@@ -123,6 +123,11 @@ std::vector<Case> allCases() {
     for (Kind k : four) cs.push_back({k, s.rows, s.cols, s.dtype});
     if (s.rows == 32768 && s.dtype == DType::BF16) cs.push_back({Kind::ResidualRmsNorm, s.rows, s.cols, s.dtype});
   }
+  // Static rows between the anchors' lengths (8192 and 16384 values, 2^27
+  // values in all), whose configs no anchor row exercises.
+  for (int64_t n : {8192, 16384})
+    for (DType t : {DType::BF16, DType::F32})
+      for (Kind k : {Kind::Softmax, Kind::LayerNorm, Kind::RmsNorm}) cs.push_back({k, (int64_t{1} << 27) / n, n, t});
   cs.push_back({Kind::SumAll, 32768, 4096, DType::F32});
   cs.push_back({Kind::SumAll, 32768, 4096, DType::BF16});
   cs.push_back({Kind::SumCols, 32768, 4096, DType::F32});
