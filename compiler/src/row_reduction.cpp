@@ -1333,11 +1333,10 @@ std::vector<std::vector<std::string>> RowEmitter::loopOver(
   if (oneStepPass_) {
     // One step covers the row (the launcher takes this entry where n <=
     // T x V x one_step, LaunchGeometry::oneStepRange): the body once,
-    // straight-line, each slot's
-    // vector guarded (its column 0 where it is past the row's end, so that
-    // every load stays inside the row).
-    // The body goes to its own writer, as a loop's does (values memoized
-    // for the row land before it, not inside a slot's guard).
+    // straight-line, each slot's vector guarded (its column 0 where it is
+    // past the row's end, so that every load stays inside the row). The
+    // body goes to its own writer, as a loop's does (values memoized for
+    // the row land before it, not inside a slot's guard).
     MlirWriter bw = w.sibling();
     bw.setIndent(w.indentLevel());
     std::map<std::string, std::string> memo;
@@ -2058,37 +2057,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     smem_ = row.assign("llvm.getelementptr " + smem_ + "[" + row.assign("arith.muli " + halfBitOf() + ", " + span + " : i64") +
                        "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i64");
   }
-  auto storeRowOutputs = [&]() {
-    // One value per row: stored by the row's first thread (each lane's row).
-    for (int lane = 0; lane < cfg_.lanes && !rowOutputs_.empty(); ++lane) {
-      swapLane(lane);
-      std::vector<std::string> vals;
-      for (int o : rowOutputs_) {
-        const Node& n = g_.node(g_.outputs()[o].node);
-        Frame f = rowFrame(n.shape, g_.outputs()[o].name, n.dtype);
-        vals.push_back(storeConvert(row, rowValue(g_.outputs()[o].node, f), n.dtype));
-      }
-      std::string first = row.assign("arith.cmpi eq, " + t_ + ", " + row.integer(0, "i32") + " : i32");
-      if (!rowValid.empty()) first = row.assign("arith.andi " + first + ", " + rowValid + " : i1");
-      if (cfg_.cluster > 1)
-        first = row.assign("arith.andi " + first + ", " +
-                           row.assign("arith.cmpi eq, " + rank_ + ", " + row.integer(0, "i32") + " : i32") + " : i1");
-      if (!splitLast_.empty()) first = row.assign("arith.andi " + first + ", " + splitLast_ + " : i1");
-      row.line("scf.if " + first + " {");
-      row.indent();
-      for (size_t i = 0; i < rowOutputs_.size(); ++i) {
-        DType dt = g_.node(g_.outputs()[rowOutputs_[i]].node).dtype;
-        std::string st = storageType(dt);
-        std::string p = row.assign("llvm.getelementptr inbounds " + outPtr_[rowOutputs_[i]] + "[" + r_ +
-                                   "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
-        row.line("llvm.store " + vals[i] + ", " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64} : " + st +
-                 ", !llvm.ptr<1>");
-      }
-      row.dedent();
-      row.line("}");
-      swapLane(lane);
-    }
-  };
   if (cfg_.persistent) {
     const int64_t N = nd.size / cfg_.cluster;  // this block's columns
     const int64_t per = static_cast<int64_t>(T) * vector_;
@@ -2158,34 +2126,58 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
         for (int p = j == 0 ? 0 : j + ahead; p <= j + ahead; ++p) preload(p);
       storeFull(persistentCtx_, j, valid[j]);
     }
-    storeRowOutputs();
   } else {
     if (staging) emitStaging(row, stageBase);
     emitGathers();
     // evict: every pass but the last keeps the row in L2 for the next one.
     // A level makes a pass when it has accumulators; the output pass, when
     // there are row-shaped outputs, comes last.
-    auto loopedPasses = [&]() {
-      const bool hints = cfg_.evict && !staging && !asTail_;
-      int lastLevel = -1;
-      for (const Acc& a : accs_) lastLevel = std::max(lastLevel, a.level);
-      for (int level = 0; level <= maxLevel_; ++level) {
-        if (hints) evictHint_ = level < lastLevel || !fullOutputs_.empty() ? "evict_last" : "evict_first";
-        levelLooped(level);
-      }
-      if (hints) evictHint_ = "evict_first";
-      if (!fullOutputs_.empty())
-        loopOver({}, {}, [&](Ctx& c, const std::vector<std::vector<std::string>>&, int slots) {
-          for (int u = 0; u < slots; ++u) storeFull(c, u, c.validAt(u));
-          return std::vector<std::vector<std::string>>{};
-        });
-    };
     // The one-step entry (RowConfig::oneStep) writes each pass as one
     // guarded step; the others loop.
     oneStepPass_ = oneStepEntry_;
-    loopedPasses();
-    storeRowOutputs();
+    const bool hints = cfg_.evict && !staging && !asTail_;
+    int lastLevel = -1;
+    for (const Acc& a : accs_) lastLevel = std::max(lastLevel, a.level);
+    for (int level = 0; level <= maxLevel_; ++level) {
+      if (hints) evictHint_ = level < lastLevel || !fullOutputs_.empty() ? "evict_last" : "evict_first";
+      levelLooped(level);
+    }
+    if (hints) evictHint_ = "evict_first";
+    if (!fullOutputs_.empty())
+      loopOver({}, {}, [&](Ctx& c, const std::vector<std::vector<std::string>>&, int slots) {
+        for (int u = 0; u < slots; ++u) storeFull(c, u, c.validAt(u));
+        return std::vector<std::vector<std::string>>{};
+      });
     oneStepPass_ = false;
+  }
+  // One value per row: stored by the row's first thread (each lane's row).
+  for (int lane = 0; lane < cfg_.lanes && !rowOutputs_.empty(); ++lane) {
+    swapLane(lane);
+    std::vector<std::string> vals;
+    for (int o : rowOutputs_) {
+      const Node& n = g_.node(g_.outputs()[o].node);
+      Frame f = rowFrame(n.shape, g_.outputs()[o].name, n.dtype);
+      vals.push_back(storeConvert(row, rowValue(g_.outputs()[o].node, f), n.dtype));
+    }
+    std::string first = row.assign("arith.cmpi eq, " + t_ + ", " + row.integer(0, "i32") + " : i32");
+    if (!rowValid.empty()) first = row.assign("arith.andi " + first + ", " + rowValid + " : i1");
+    if (cfg_.cluster > 1)
+      first = row.assign("arith.andi " + first + ", " +
+                         row.assign("arith.cmpi eq, " + rank_ + ", " + row.integer(0, "i32") + " : i32") + " : i1");
+    if (!splitLast_.empty()) first = row.assign("arith.andi " + first + ", " + splitLast_ + " : i1");
+    row.line("scf.if " + first + " {");
+    row.indent();
+    for (size_t i = 0; i < rowOutputs_.size(); ++i) {
+      DType dt = g_.node(g_.outputs()[rowOutputs_[i]].node).dtype;
+      std::string st = storageType(dt);
+      std::string p = row.assign("llvm.getelementptr inbounds " + outPtr_[rowOutputs_[i]] + "[" + r_ +
+                                 "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
+      row.line("llvm.store " + vals[i] + ", " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64} : " + st +
+               ", !llvm.ptr<1>");
+    }
+    row.dedent();
+    row.line("}");
+    swapLane(lane);
   }
   if (loopRows) {
     MlirWriter loop = head.sibling();
