@@ -2966,7 +2966,14 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
       c.persistent = false;
       c.evict = lightF32 ? 2 : 1;
       c.unroll = u;
-      c.threadsPerRow = c.threads = static_cast<int>(t);
+      // Heavy rows take at most 256 threads (two steps where one step
+      // would take 512): at 512 their one step took 68-77 registers, one
+      // block per SM. Measured on the H200 (2026-12-02, session 25 call 7,
+      // TB/s, 512 threads -> 256): softmax bf16 N = 16384 2.19 -> 4.10,
+      // layernorm bf16 16384 2.24 -> 3.79, layernorm f32 8192 2.74 -> 4.12
+      // (min_blocks 2 at 512: 3.50, 3.69, 4.16); the dynamic softmax f32
+      // 8192 loops at 256 at 4.17-4.20 (static at 512: 4.07).
+      c.threadsPerRow = c.threads = static_cast<int>(heavy ? std::min<int64_t>(t, 256) : t);
       return c;
     }
   }
@@ -3094,6 +3101,18 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     return c;
   }
   if (!fits(T) && fits(1024)) T = 1024;
+  // A variance over f32 rows that 512 threads hold at 17-32 values each
+  // loops with hints instead (held, layernorm took 114 registers: one block
+  // per SM). Measured on the H200 (2026-12-02, session 25 call 7, layernorm
+  // f32 8192 x 16384): 3.81 TB/s held, 4.02 looped at 512 x 4 with hints.
+  if (variance && !narrow && T == 512 && fits(T) && valuesPerThread(T) > 16 && valuesPerThread(T) <= 32 &&
+      !heldForFewRows && smNumber(options.chip) >= 80) {
+    c.persistent = false;
+    c.evict = 1;
+    c.unroll = 4;
+    c.threadsPerRow = c.threads = 512;
+    return c;
+  }
   c.persistent = fits(T);
   if (!c.persistent) T = 512;
   c.threadsPerRow = static_cast<int>(T);
