@@ -928,6 +928,47 @@ TEST_CASE("the heuristic's forms for rows of 32768", "[compile][reduction]") {
   CHECK_THAT(configOf(rl), !Contains("prefetch"));
 }
 
+// Rows of 8192 and 16384 values (session 25 call 7): heavy rows (exps, a
+// variance) that one step of 512 threads would cover loop at 256 threads
+// in two steps (at 512 their one step took 68-77 registers: one block per
+// SM, 2.2-2.7 TB/s), light ones keep one step of 512; an f32 variance that
+// 512 threads would hold at 32 values each loops with hints at 512.
+TEST_CASE("the heuristic's forms for rows of 8192 and 16384", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  o.keepText = false;
+  auto kernelOf = [&](const Graph& g) { return compiler::compileGraph(g, o).kernels.at(0); };
+  auto rows = [](int64_t n) { return (int64_t{1} << 27) / n; };
+  for (int64_t n : {int64_t{8192}, int64_t{16384}})
+    for (DType t : {DType::BF16, DType::F32}) {
+      INFO(dtypeName(t) << " rows of " << n);
+      const Shape s{rows(n), n};
+      Graph sm, ln, rm;
+      sm.output("y", softmax(sm.input("x", t, s)));
+      ln.output("y", layernorm(ln.input("x", t, s), ln.input("w", t, {n}), ln.input("b", t, {n})));
+      rm.output("y", rmsnorm(rm.input("x", t, s), rm.input("w", t, {n})));
+      for (const Graph* g : {&sm, &ln}) {
+        const compiler::CompiledKernel k = kernelOf(*g);
+        INFO(k.config);
+        // Looped with hints at 256 threads, or (f32 softmax at 16384) held.
+        if (k.config.find("\"persistent\": 0") != std::string::npos) {
+          CHECK(k.config.find("\"evict\": 1") != std::string::npos);
+          const bool f32Variance = g == &ln && t == DType::F32 && n == 16384;
+          CHECK(k.launch.threadsPerBlock == (f32Variance ? 512 : 256));
+        }
+        // No heavy row's looped entry of 512 threads over 64 registers.
+        for (const compiler::ResourceReport& r : k.resources) {
+          INFO(r.kernel);
+          CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
+          if (k.launch.threadsPerBlock == 512 && k.config.find("\"persistent\": 0") != std::string::npos &&
+              r.kernel.find("_s1") == std::string::npos)
+            CHECK(r.registers <= 64);
+        }
+      }
+      // Light rows: unchanged (rmsnorm bf16 at 8192 one step of 512 x 2).
+      if (t == DType::BF16 && n == 8192) CHECK(kernelOf(rm).launch.threadsPerBlock == 512);
+    }
+}
+
 // Short rows (one step of 128-512 threads covers them) loop with L1/L2
 // hints, one step per pass, where there are rows for at least one wave of
 // blocks (or the row count is dynamic); small static batches stay held.
