@@ -43,15 +43,17 @@ struct GridRule {
   std::vector<Range> preferred;
   template <class DimValue>
   bool inPreferred(const DimValue& dimValue) const {
-    for (const Range& r : preferred)
-      if (const int64_t v = dimValue(static_cast<size_t>(r.index)); v < r.min || v > r.max) return false;
-    return true;
+    return within(preferred, dimValue);
   }
   // The dim values the one-step entry covers (LaunchGeometry::oneStepRange).
   std::vector<Range> oneStep;
   template <class DimValue>
   bool inOneStep(const DimValue& dimValue) const {
-    for (const Range& r : oneStep)
+    return within(oneStep, dimValue);
+  }
+  template <class DimValue>
+  static bool within(const std::vector<Range>& ranges, const DimValue& dimValue) {
+    for (const Range& r : ranges)
       if (const int64_t v = dimValue(static_cast<size_t>(r.index)); v < r.min || v > r.max) return false;
     return true;
   }
