@@ -128,14 +128,13 @@ int runCompile(int argc, char** argv) {
         for (const compiler::StageTime& s : k.stages) stages[s.name] = s.ms;
         j["stages_ms"] = stages;
         j["cache"] = k.cache;
-        nlohmann::json preferred = nlohmann::json::array();
-        for (const compiler::LaunchGeometry::DimRange& r : k.launch.preferred)
-          preferred.push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
-        j["preferred"] = preferred;
-        nlohmann::json oneStep = nlohmann::json::array();
-        for (const compiler::LaunchGeometry::DimRange& r : k.launch.oneStepRange)
-          oneStep.push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
-        j["one_step_range"] = oneStep;
+        auto ranges = [](const std::vector<compiler::LaunchGeometry::DimRange>& rs) {
+          nlohmann::json a = nlohmann::json::array();
+          for (const compiler::LaunchGeometry::DimRange& r : rs) a.push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
+          return a;
+        };
+        j["preferred"] = ranges(k.launch.preferred);
+        j["one_step_range"] = ranges(k.launch.oneStepRange);
         kernels.push_back(j);
       }
       nlohmann::json workspace = nlohmann::json::array();

@@ -101,12 +101,13 @@ struct RowConfig {
   // reshape into parts (a whole tensor of dynamic or odd size).
   int split = 1;
   // Looped form over a dynamic row length with L2 hints (evict), several
-  // passes: a row that one step of this many vectors per thread covers
-  // (at most T x V x one_step values, checked at run time) takes a branch
-  // of one guarded step per pass, with no loop, so that the passes' loads
-  // of the same vectors meet in one (as a static row of one step does:
-  // layernorm's mean and variance read the row once); longer rows take the
-  // loop. 0: no such branch. A power of two, at most 16.
+  // passes: rows that one step of this many vectors per thread covers (at
+  // most T x V x one_step values, LaunchGeometry::oneStepRange) get a
+  // vectorized entry of their own in which each pass is one guarded step,
+  // with no loop, so that the passes' loads of the same vectors meet in one
+  // (as a static row of one step's do: layernorm's mean and variance read
+  // the row once); the launcher takes the looped entry for longer rows.
+  // 0: no such entry. A power of two, at most 16.
   int oneStep = 0;
   // A kernel that loops over rows (clusters, prefetch, plain row loops):
   // at most this many blocks (whole clusters), fewer than fit at once

@@ -74,6 +74,19 @@ compiler::KernelTensor tensorFrom(const json& j) {
   return t;
 }
 
+// Dim ranges of a launch geometry (LaunchGeometry::preferred, oneStepRange).
+json rangesJson(const std::vector<compiler::LaunchGeometry::DimRange>& ranges) {
+  json a = json::array();
+  for (const auto& r : ranges) a.push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
+  return a;
+}
+
+std::vector<compiler::LaunchGeometry::DimRange> rangesFrom(const json& a) {
+  std::vector<compiler::LaunchGeometry::DimRange> ranges;
+  for (const json& r : a) ranges.push_back({r.at("dim").get<std::string>(), r.at("min").get<int64_t>(), r.at("max").get<int64_t>()});
+  return ranges;
+}
+
 // 2: tensor maps (the sm_90a matmul); 3: the large texts and the cubin as
 // raw blobs after the CBOR head (nlohmann's CBOR reader copies strings byte
 // by byte: a matmul entry's 236 KB of PTX took about 1 ms to parse); 4: the
@@ -82,7 +95,7 @@ compiler::KernelTensor tensorFrom(const json& j) {
 // kernels that loop over rows); 8: its dim bounds (dims counted in 32 bits);
 // 9: the dims the vectorized entry needs multiples of (dynamic row lengths);
 // 10: the dim ranges a heuristic config was chosen for (and dim hints in the
-// key).
+// key); 11: each entry's one-step flag and the one-step entry's dim ranges.
 constexpr int kFormat = 11;
 
 }  // namespace
@@ -165,12 +178,8 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["launch"]["vector_multiples"] = json::array();
     for (const auto& m : k.launch.vectorMultiples)
       jk["launch"]["vector_multiples"].push_back({{"dim", m.dim}, {"multiple", m.multiple}});
-    jk["launch"]["preferred"] = json::array();
-    for (const auto& r : k.launch.preferred)
-      jk["launch"]["preferred"].push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
-    jk["launch"]["one_step_range"] = json::array();
-    for (const auto& r : k.launch.oneStepRange)
-      jk["launch"]["one_step_range"].push_back({{"dim", r.dim}, {"min", r.min}, {"max", r.max}});
+    jk["launch"]["preferred"] = rangesJson(k.launch.preferred);
+    jk["launch"]["one_step_range"] = rangesJson(k.launch.oneStepRange);
     jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
@@ -238,10 +247,8 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
         k.launch.dimBounds.push_back({b.at("dim").get<std::string>(), b.at("max").get<int64_t>(), b.at("what").get<std::string>()});
       for (const json& m : l.at("vector_multiples"))
         k.launch.vectorMultiples.push_back({m.at("dim").get<std::string>(), m.at("multiple").get<int64_t>()});
-      for (const json& r : l.at("preferred"))
-        k.launch.preferred.push_back({r.at("dim").get<std::string>(), r.at("min").get<int64_t>(), r.at("max").get<int64_t>()});
-      for (const json& r : l.at("one_step_range"))
-        k.launch.oneStepRange.push_back({r.at("dim").get<std::string>(), r.at("min").get<int64_t>(), r.at("max").get<int64_t>()});
+      k.launch.preferred = rangesFrom(l.at("preferred"));
+      k.launch.oneStepRange = rangesFrom(l.at("one_step_range"));
       k.source = blobString(blobs, jk.at("source"));
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))

@@ -596,18 +596,17 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
     if (m.multiple < 1) throw bad("a vector multiple below 1");
     r.multiples.push_back({index, m.multiple});
   }
-  for (const compiler::LaunchGeometry::DimRange& p : g.preferred) {
-    const int index = dimIndex(p.dim);
-    if (index < 0) throw bad("its config was chosen for a range of dim " + p.dim + ", which the kernel does not take");
-    if (p.min > p.max) throw bad("an empty range of dim " + p.dim);
-    r.preferred.push_back({index, p.min, p.max});
-  }
-  for (const compiler::LaunchGeometry::DimRange& p : g.oneStepRange) {
-    const int index = dimIndex(p.dim);
-    if (index < 0) throw bad("its one-step entry covers a range of dim " + p.dim + ", which the kernel does not take");
-    if (p.min > p.max) throw bad("an empty one-step range of dim " + p.dim);
-    r.oneStep.push_back({index, p.min, p.max});
-  }
+  auto ranges = [&](const std::vector<compiler::LaunchGeometry::DimRange>& from, std::vector<GridRule::Range>& to,
+                    const std::string& what) {
+    for (const compiler::LaunchGeometry::DimRange& p : from) {
+      const int index = dimIndex(p.dim);
+      if (index < 0) throw bad(what + " a range of dim " + p.dim + ", which the kernel does not take");
+      if (p.min > p.max) throw bad(what + " an empty range of dim " + p.dim);
+      to.push_back({index, p.min, p.max});
+    }
+  };
+  ranges(g.preferred, r.preferred, "its config was chosen for");
+  ranges(g.oneStepRange, r.oneStep, "its one-step entry covers");
   return r;
 }
 
