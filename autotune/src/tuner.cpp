@@ -173,7 +173,12 @@ SearchResult search(const std::vector<std::string>& space, int kernelIndex, cons
   }
 
   // 5. The finalists (the best few by the quick median, and the default),
-  // timed again round-robin so that drift affects them alike.
+  // timed again round-robin so that drift affects them alike. Each round
+  // starts one finalist later than the one before: the first timing of a
+  // round can run slow (the H200 measured the first of two back-to-back
+  // timings of one kernel 1-7% slower), and a fixed order would hand that
+  // slot to the default in every round, so that an equal candidate would
+  // seem minGain faster.
   std::vector<size_t> ok;
   for (size_t i = 1; i < space.size(); ++i)
     if (result.candidates[i].status == Candidate::Status::Ok) ok.push_back(i);
@@ -185,13 +190,15 @@ SearchResult search(const std::vector<std::string>& space, int kernelIndex, cons
   finalists.insert(finalists.end(), ok.begin(), ok.end());
   const int rounds = std::max(1, options.finalRounds);
   std::vector<std::vector<double>> medians(finalists.size()), p95s(finalists.size());
-  for (int r = 0; r < rounds; ++r)
-    for (size_t f = 0; f < finalists.size(); ++f) {
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t k = 0; k < finalists.size(); ++k) {
+      const size_t f = (k + static_cast<size_t>(r)) % finalists.size();
       Timing t = hooks.time(*built[finalists[f]], std::max(1, options.finalIters / rounds));
       medians[f].push_back(t.medianUs);
       p95s[f].push_back(t.p95Us);
       if (r == rounds - 1) step("final");
     }
+  }
   for (size_t f = 0; f < finalists.size(); ++f) {
     // The better round's median: drift and interference only add time.
     Candidate& c = result.candidates[finalists[f]];

@@ -14,7 +14,8 @@
 //     candidate is dropped with a warning on stderr naming its config;
 //  4. time each survivor briefly (quickIters runs), then time the best few
 //     and the default again in finalRounds rounds, interleaved (finalIters
-//     runs each in all);
+//     runs each in all; each round starts with the next finalist, so no
+//     one always takes a round's first slot);
 //  5. the default (the first candidate, the heuristic's choice) is kept
 //     unless a finalist was at least minGain faster than it in every round;
 //     among those, the fastest (by its best round's median) wins: a tuned
