@@ -969,6 +969,45 @@ TEST_CASE("the heuristic's forms for rows of 8192 and 16384", "[compile][reducti
     }
 }
 
+// A looped row streams: the loads in flight per SM are its blocks per SM (at
+// ptxas's registers) x threads x unroll x 16 bytes. The heuristic's looped
+// rows keep at least 64 KB in flight, rebuilt with min_blocks where the
+// registers would hold them under it (session 26 call 2: layernorm bf16 at
+// 8192, 68 registers at 256 threads, 3 blocks: 3.69 TB/s; 4 blocks: 4.10).
+TEST_CASE("looped rows keep 64 KB of loads in flight per SM", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  o.keepText = false;
+  int rebuilt = 0;
+  for (int64_t n : {int64_t{2048}, int64_t{4096}, int64_t{8192}, int64_t{16384}, int64_t{32768}})
+    for (DType t : {DType::BF16, DType::F32})
+      for (int op = 0; op < 3; ++op) {
+        const Shape s{(int64_t{1} << 27) / n, n};
+        Graph g;
+        Tensor x = g.input("x", t, s), w = g.input("w", t, {n});
+        if (op == 0) g.output("y", softmax(x));
+        if (op == 1) g.output("y", rmsnorm(x, w));
+        if (op == 2) g.output("y", layernorm(x, w, g.input("b", t, {n})));
+        const compiler::CompiledKernel k = compiler::compileGraph(g, o).kernels.at(0);
+        INFO(dtypeName(t) << " rows of " << n << ", op " << op << ": " << k.config);
+        if (k.config.find("\"persistent\": 0") == std::string::npos || k.config.find("cluster") != std::string::npos)
+          continue;
+        const int threads = k.launch.threadsPerBlock;
+        const std::string u = k.config.substr(k.config.find("\"unroll\": ") + 10);
+        const int unroll = std::stoi(u);
+        for (const compiler::ResourceReport& r : k.resources) {
+          if (r.kernel.find("_s1") != std::string::npos) continue;  // the scalar entry: unaligned rows only
+          INFO(r.kernel << ": " << r.registers << " registers");
+          CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
+          const int perThread = (r.registers + 7) / 8 * 8;
+          const int blocks = std::min(65536 / (perThread * threads), 2048 / threads);
+          CHECK(int64_t{blocks} * threads * unroll * 16 >= 64 * 1024);
+        }
+        if (k.config.find("min_blocks") != std::string::npos) ++rebuilt;
+        if (t == DType::BF16 && op == 2 && n == 8192) CHECK_THAT(k.config, Contains("\"min_blocks\": 4"));
+      }
+  CHECK(rebuilt >= 3);  // layernorm bf16 at 4096, 8192 and 16384; rmsnorm bf16 at 8192
+}
+
 // Short rows (one step of 128-512 threads covers them) loop with L1/L2
 // hints, one step per pass, where there are rows for at least one wave of
 // blocks (or the row count is dynamic); small static batches stay held.
