@@ -151,7 +151,7 @@ TEST_CASE("a multi-kernel graph with a workspace and scalars survives the disk c
   compiler::CompiledGraph again = compileGraphCached(g, longRows, true, &fc.cache);
   for (const auto& k : again.kernels) CHECK(k.cache == "hit");
   CHECK(std::any_of(again.kernels.begin(), again.kernels.end(), [](const compiler::CompiledKernel& k) {
-    return !k.launch.preferred.empty() && k.launch.preferred[0].min == 8193;
+    return !k.launch.preferred.empty() && k.launch.preferred[0].min == 16385;
   }));
 }
 

@@ -971,9 +971,10 @@ TEST_CASE("the heuristic's forms for rows of 8192 and 16384", "[compile][reducti
 
 // A looped row streams: the loads in flight per SM are its blocks per SM (at
 // ptxas's registers) x threads x unroll x 16 bytes. The heuristic's looped
-// rows keep at least 64 KB in flight, rebuilt with min_blocks where the
-// registers would hold them under it (session 26 call 2: layernorm bf16 at
-// 8192, 68 registers at 256 threads, 3 blocks: 3.69 TB/s; 4 blocks: 4.10).
+// rows keep at least 64 KB in flight or 4 blocks per SM, rebuilt with
+// min_blocks where the registers would hold them to fewer (session 26 call
+// 3: layernorm bf16 at 8192, 68 registers at 256 threads, 3 blocks: 3.69
+// TB/s; 4 blocks: 4.11).
 TEST_CASE("looped rows keep 64 KB of loads in flight per SM", "[compile][reduction]") {
   compiler::CompileOptions o;
   o.keepText = false;
@@ -1000,12 +1001,12 @@ TEST_CASE("looped rows keep 64 KB of loads in flight per SM", "[compile][reducti
           CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
           const int perThread = (r.registers + 7) / 8 * 8;
           const int blocks = std::min(65536 / (perThread * threads), 2048 / threads);
-          CHECK(int64_t{blocks} * threads * unroll * 16 >= 64 * 1024);
+          CHECK((int64_t{blocks} * threads * unroll * 16 >= 64 * 1024 || blocks >= 4));
         }
         if (k.config.find("min_blocks") != std::string::npos) ++rebuilt;
         if (t == DType::BF16 && op == 2 && n == 8192) CHECK_THAT(k.config, Contains("\"min_blocks\": 4"));
       }
-  CHECK(rebuilt >= 3);  // layernorm bf16 at 4096, 8192 and 16384; rmsnorm bf16 at 8192
+  CHECK(rebuilt >= 3);  // layernorm bf16 at 8192 and 16384; rmsnorm bf16 at 8192
 }
 
 // Short rows (one step of 128-512 threads covers them) loop with L1/L2

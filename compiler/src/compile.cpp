@@ -35,8 +35,10 @@ namespace {
 // allocated per warp in units of 256 (8 a thread), and 2048 threads.
 constexpr int kRegistersPerSm = 65536;
 constexpr int kMaxThreadsPerSm = 2048;
-// What a streaming row loop keeps in flight per SM (see the rebuild chain).
+// What a streaming row loop keeps in flight per SM, and the most bytes of
+// rows it may have in flight on the whole GPU (see the rebuild chain).
 constexpr int64_t kLoopBytesInFlight = 64 * 1024;
+constexpr int64_t kRowsInFlight = 24 << 20;
 
 int blocksForRegisters(int registers, int threads) {
   const int perThread = (std::max(registers, 1) + 7) / 8 * 8;
@@ -401,25 +403,35 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
         k = buildRow(cfg);
       }
       // A looped row (one block a row) streams: each step's loads are all
-      // an SM has in flight, so it needs enough blocks at ptxas's register
-      // count to keep kLoopBytesInFlight of loads in flight per SM (a 16-byte
-      // vector per thread per unrolled step). Where the registers hold it to
-      // fewer blocks, it is rebuilt with min_blocks asking for that many
-      // (ptxas caps the registers), or, if that spills, one block more than
-      // it had; kept only without spills. Measured on the H200 (2026-12-02,
-      // session 26 call 2, bf16 rows of 8192 at 16384 rows, TB/s): layernorm
-      // (256 threads x 4 vectors, 68 registers: 3 blocks, 48 KB) 3.69 -> 4.10
-      // at 4 blocks; rmsnorm (512 x 2, 34 registers: 3 blocks, 48 KB) 3.84 ->
-      // 4.16; layernorm at 16384 values (two steps) 3.79 -> 3.91.
+      // that a block has in flight, and at the end of each row its loads
+      // stop (the tree, the barriers). Held by its registers to at most 3
+      // blocks per SM with under kLoopBytesInFlight of loads in flight (a
+      // 16-byte vector per thread per unrolled step), it is rebuilt with
+      // min_blocks asking for the blocks that reach that (ptxas caps the
+      // registers), or, if that spills, one block more than it had; kept
+      // only without spills, and only where the rows then in flight stay
+      // within kRowsInFlight (a later pass reads its row from L2; rows of
+      // a dynamic length: the largest of the config's range). Measured on
+      // the H200 (2026-12-02, session 26 call 3, TB/s, before -> after):
+      // static bf16 rows of 8192 (16384 rows) layernorm 3.69 -> 4.11 (68
+      // registers at 256 threads: 3 blocks -> 4), rmsnorm 3.84 -> 4.16 (512
+      // threads, 3 -> 4), of 16384 layernorm 3.79 -> 3.90; dynamic
+      // (8192 x 16384) layernorm f32 3.38 -> 4.12 (512 threads, 1 -> 2),
+      // bf16 3.09 -> 3.64 (256 threads, 2 -> 3), rmsnorm f32 3.87 -> 4.21;
+      // rmsnorm f32 of 8192 (256 threads, 3 -> 4) 4.20 -> 4.11. Rows of
+      // 128 KB and more lost 4-9% with twice the rows in flight (34 MB);
+      // layernorm bf16 of 4096 (128 threads, 7 -> 8) lost 0.6%.
       if (heuristic && !cfg.persistent && cfg.cluster == 1 && cfg.split == 1 && !cfg.stage && cfg.minBlocks == 0 &&
           cfg.vector > 1 && !spills(k)) {
         const int64_t perBlock = int64_t{16} * cfg.threads * cfg.unroll;
+        const int64_t rowBytes = rowBytesAtMost(kp.graph, preferred);
         const int have = blocksPerSm(k, cfg.threads);
-        const int need = static_cast<int>(
+        int need = static_cast<int>(
             std::min<int64_t>((kLoopBytesInFlight + perBlock - 1) / perBlock, kMaxThreadsPerSm / cfg.threads));
+        while (need > have && int64_t{need} * options.smCount * rowBytes > kRowsInFlight) --need;
         std::vector<int> tries;
-        if (need > have) tries.push_back(need);
-        if (need > have + 1) tries.push_back(have + 1);
+        if (have <= 3 && rowBytes > 0 && need > have) tries.push_back(need);
+        if (have <= 3 && rowBytes > 0 && need > have + 1) tries.push_back(have + 1);
         for (int blocks : tries) {
           RowConfig c = cfg;
           c.minBlocks = blocks;

@@ -2638,13 +2638,52 @@ int64_t partValuesPerThread(int64_t n, int64_t parts, int64_t threads, int vecto
 
 }  // namespace
 
-// The dynamic-length rule's bounds are kDynamicRowBytes128 and 256 over a
-// power-of-two bytes per value: powers of two up to 16384 (bytes per value
-// at least 2), so the next power of two tells every range apart.
+// The dynamic-length rule's bounds are kDynamicRowBytes128, 256 and 512
+// over a power-of-two bytes per value: powers of two up to 32768 (bytes
+// per value at least 2), so the next power of two tells every range apart.
 int64_t dimHintClass(int64_t value) {
   int64_t c = 1;
-  while (c < value && c < 32768) c *= 2;
+  while (c < value && c < 65536) c *= 2;
   return c;
+}
+
+namespace {
+
+// The row-shaped inputs of a row kernel over domain `d`: their bytes per
+// column (at least 2), their count, and whether every one is 16-bit.
+// Row-shaped: the domain's shape, or reshaped to it (the planner's parts of
+// a whole tensor; not a permuted view).
+struct RowInputs {
+  int bytes = 0, count = 0;
+  bool narrow = true;
+};
+
+RowInputs rowInputsOf(const Graph& g, const Shape& d) {
+  auto reshapedToDomain = [&](int input) {
+    for (int id = 0; id < g.numNodes(); ++id)
+      if (g.node(id).op == Op::Reshape && g.node(id).inputs[0] == input && g.node(id).shape == d) return true;
+    return false;
+  };
+  RowInputs r;
+  for (int id : g.params())
+    if (g.node(id).op == Op::Input && (g.node(id).shape == d || reshapedToDomain(id))) {
+      r.bytes += dtypeSize(g.node(id).dtype);
+      ++r.count;
+      r.narrow = r.narrow && dtypeSize(g.node(id).dtype) == 2;
+    }
+  r.bytes = std::max(r.bytes, 2);
+  return r;
+}
+
+}  // namespace
+
+int64_t rowBytesAtMost(const Graph& g, const std::vector<LaunchGeometry::DimRange>& preferred) {
+  const Shape d = domainOf(g);
+  const Dim& nd = d.back();
+  int64_t n = nd.isStatic() ? nd.size : 0;
+  for (const LaunchGeometry::DimRange& r : preferred)
+    if (nd.isDynamic() && r.dim == nd.name && r.max < std::numeric_limits<int64_t>::max()) n = r.max;
+  return n * rowInputsOf(g, d).bytes;
 }
 
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail,
@@ -2659,23 +2698,9 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   const Dim& nd = d.back();
   if (nd.isStatic())
     while (c.vector > 1 && nd.size % c.vector != 0) c.vector /= 2;
-  // The row-shaped inputs: their bytes per column, their count, and whether
-  // every one is 16-bit. Row-shaped: the domain's shape, or reshaped to it
-  // (the planner's parts of a whole tensor; not a permuted view).
-  auto reshapedToDomain = [&](int input) {
-    for (int id = 0; id < g.numNodes(); ++id)
-      if (g.node(id).op == Op::Reshape && g.node(id).inputs[0] == input && g.node(id).shape == d) return true;
-    return false;
-  };
-  int rowBytes = 0, rowInputs = 0;
-  bool narrow = true;
-  for (int id : g.params())
-    if (g.node(id).op == Op::Input && (g.node(id).shape == d || reshapedToDomain(id))) {
-      rowBytes += dtypeSize(g.node(id).dtype);
-      ++rowInputs;
-      narrow = narrow && dtypeSize(g.node(id).dtype) == 2;
-    }
-  rowBytes = std::max(rowBytes, 2);
+  const RowInputs ri = rowInputsOf(g, d);
+  const int rowBytes = ri.bytes, rowInputs = ri.count;
+  const bool narrow = ri.narrow;
   // Heavy work per value: exp or a variance.
   bool variance = false, exps = false;
   for (int id = 0; id < g.numNodes(); ++id) {
@@ -2794,10 +2819,15 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     // Longer rows than the one-step branch covers loop.
     const int64_t bytesPerValue = nextPow2(rowBytes);
     const int64_t upTo128 = kDynamicRowBytes128 / bytesPerValue, upTo256 = kDynamicRowBytes256 / bytesPerValue;
+    const int64_t upTo512 = kDynamicRowBytes512 / bytesPerValue;
     LaunchGeometry::DimRange range{nd.name, 0, upTo128};
     if (n > upTo256) {
       c.threadsPerRow = c.threads = 512;
-      range = {nd.name, upTo256 + 1, std::numeric_limits<int64_t>::max()};
+      // Two ranges at 512 threads: rows up to 64 KB, whose kernel the
+      // occupancy rebuild (compile.cpp) may give more blocks per SM, and
+      // longer ones, which keep one.
+      range = n > upTo512 ? LaunchGeometry::DimRange{nd.name, upTo512 + 1, std::numeric_limits<int64_t>::max()}
+                          : LaunchGeometry::DimRange{nd.name, upTo256 + 1, upTo512};
       // Exps on 4-wide vectors: 8 vectors a step (call 5, two rounds, f32
       // TB/s, unroll 8 vs 4: softmax N = 32768 4.00 / 3.99 vs 3.79 / 3.78,
       // 16384 4.21 / 4.21 vs 4.20 / 4.20, 262144 2.71 / 2.71 vs 2.73 /

@@ -123,10 +123,17 @@ struct RowConfig {
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail = false,
                        std::vector<LaunchGeometry::DimRange>* preferred = nullptr);
 
+// The bytes of one row of the row-shaped inputs of a row kernel's graph:
+// their bytes per column times the row's length, the static one or, for a
+// dynamic length, the largest of its range in `preferred` (0 where that
+// range is unbounded or absent).
+int64_t rowBytesAtMost(const Graph& g, const std::vector<LaunchGeometry::DimRange>& preferred);
+
 // A dynamic row length (looped, read again by a later pass) of up to this
 // many bytes a row (row-shaped inputs' bytes per value, a power of two)
-// gets 128 threads a row, up to the second 256, longer ones 512.
-constexpr int64_t kDynamicRowBytes128 = 16 << 10, kDynamicRowBytes256 = 32 << 10;
+// gets 128 threads a row, up to the second 256, longer ones 512, in two
+// ranges split at the third.
+constexpr int64_t kDynamicRowBytes128 = 16 << 10, kDynamicRowBytes256 = 32 << 10, kDynamicRowBytes512 = 64 << 10;
 
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,

@@ -205,7 +205,8 @@ TEST_CASE("grid: a dynamic row length picks the vectorized entry only for whole 
 // one-step branch (one_step: the fewest vectors a thread that cover the
 // hint, at the static rule's threads; rmsnorm's light rows up to 512 x 2
 // vectors), ranges by powers of two; longer rows loop at 256 threads up to
-// 32 KB a row, 512 beyond. Given configs stand for every length.
+// 32 KB a row, 512 beyond, in two ranges split at 64 KB. Given configs
+// stand for every length.
 TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen for", "[compile][reduction]") {
   const compiler::CompileOptions base{.chip = "sm_90", .smCount = 132};
   const int64_t top = std::numeric_limits<int64_t>::max();
@@ -224,12 +225,14 @@ TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen f
        {Want{{}, 128, 1, 0, 1024}, Want{{{"N", 1024}}, 128, 1, 0, 1024}, Want{{{"N", 1025}}, 128, 2, 1025, 2048},
         Want{{{"N", 3000}}, 256, 2, 2049, 4096}, Want{{{"N", 8192}}, 512, 2, 4097, 8192},
         Want{{{"N", 8193}}, 256, 0, 8193, 16384}, Want{{{"N", 16384}}, 256, 0, 8193, 16384},
-        Want{{{"N", 16385}}, 512, 0, 16385, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 16385, top}}},
+        Want{{{"N", 16385}}, 512, 0, 16385, 32768}, Want{{{"N", 32768}}, 512, 0, 16385, 32768},
+        Want{{{"N", 32769}}, 512, 0, 32769, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 32769, top}}},
       {DType::F32,
        {Want{{}, 128, 1, 0, 512}, Want{{{"N", 512}}, 128, 1, 0, 512}, Want{{{"N", 513}}, 128, 2, 513, 1024},
         Want{{{"N", 1500}}, 256, 2, 1025, 2048}, Want{{{"N", 4096}}, 512, 2, 2049, 4096},
         Want{{{"N", 4097}}, 256, 0, 4097, 8192}, Want{{{"N", 8192}}, 256, 0, 4097, 8192},
-        Want{{{"N", 8193}}, 512, 0, 8193, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 8193, top}}}};
+        Want{{{"N", 8193}}, 512, 0, 8193, 16384}, Want{{{"N", 16384}}, 512, 0, 8193, 16384},
+        Want{{{"N", 16385}}, 512, 0, 16385, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 16385, top}}}};
   for (const Case& c : cases) {
     INFO(dtypeName(c.t));
     Graph g;
@@ -303,21 +306,29 @@ TEST_CASE("a kernel's variant for long dynamic rows is built once and named by e
   REQUIRE(v.compiled().kernels.size() == 1);
   CHECK(v.compiled().kernels[0].config.find("\"threads_per_row\": 512") != std::string::npos);
   CHECK(v.compiled().kernels[0].config.find("one_step") == std::string::npos);
-  CHECK(v.compiled().kernels[0].launch.preferred.at(0).min == 16385);
+  CHECK(v.compiled().kernels[0].launch.preferred.at(0).min == 32769);
   // Every long length: the same variant; the variant stands for itself.
   CHECK(&k.forDims(std::vector<int64_t>{1, 1 << 20}).compiled() == &v.compiled());
   CHECK(&v.forDims(std::vector<int64_t>{1, 5}).compiled() == &v.compiled());
   const std::string e = k.explain();
   INFO(e);
   CHECK(e.find("variant built for a launch outside the ranges above (hints N=40000)") != std::string::npos);
-  CHECK(e.find("for dim N in [16385, ") != std::string::npos);
+  CHECK(e.find("for dim N in [32769, ") != std::string::npos);
+  // Rows of 16385 to 32768 (up to 64 KB): 512 threads too, a variant of
+  // their own.
+  const Kernel l = k.forDims(std::vector<int64_t>{37, 20000});
+  CHECK(&l.compiled() != &v.compiled());
+  CHECK(l.compiled().kernels.at(0).config.find("\"threads_per_row\": 512") != std::string::npos);
+  CHECK(l.compiled().kernels.at(0).launch.preferred.at(0) == compiler::LaunchGeometry::DimRange{"N", 16385, 32768});
+  CHECK(&k.forDims(std::vector<int64_t>{37, 32768}).compiled() == &l.compiled());
+  CHECK(&k.forDims(std::vector<int64_t>{37, 32769}).compiled() == &v.compiled());
   // Rows of 8193 to 16384 bf16 values: looped at 256 threads.
   const Kernel m = k.forDims(std::vector<int64_t>{37, 12000});
   CHECK(m.compiled().kernels.at(0).config.find("\"threads_per_row\": 256") != std::string::npos);
   CHECK(m.compiled().kernels.at(0).config.find("one_step") == std::string::npos);
   CHECK(&k.forDims(std::vector<int64_t>{37, 16384}).compiled() == &m.compiled());
   CHECK(&k.forDims(std::vector<int64_t>{37, 8193}).compiled() == &m.compiled());
-  CHECK(&k.forDims(std::vector<int64_t>{37, 16385}).compiled() == &v.compiled());
+  CHECK(&k.forDims(std::vector<int64_t>{37, 16385}).compiled() == &l.compiled());
   // 4097 to 8192: one step of 256 threads x 4 vectors, a third variant,
   // with its one-step entry; explain names it.
   const Kernel s = k.forDims(std::vector<int64_t>{37, 8192});

@@ -191,8 +191,8 @@ struct CompileOptions {
 };
 
 // What a dim hint's value stands for in the heuristics, whose bounds on a
-// dynamic row length are powers of two up to 16384: the next power of two,
-// at most 32768. Hints of one class compile alike, so caches key on the
+// dynamic row length are powers of two up to 32768: the next power of two,
+// at most 65536. Hints of one class compile alike, so caches key on the
 // class.
 KILN_COMPILER_API int64_t dimHintClass(int64_t value);
 
