@@ -439,6 +439,8 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
           if (spills(rebuilt)) continue;
           cfg = c;
           k = std::move(rebuilt);
+          k.why += "; min_blocks " + std::to_string(blocks) + ": ptxas's registers left " + std::to_string(have) +
+                   " block(s) per SM, " + std::to_string(have * perBlock / 1024) + " KB of loads in flight";
           break;
         }
       }
