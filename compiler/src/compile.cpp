@@ -31,10 +31,6 @@ namespace kiln::compiler {
 
 namespace {
 
-// An SM of sm_90 (and of every chip kiln targets so far): 65536 registers,
-// allocated per warp in units of 256 (8 a thread), and 2048 threads.
-constexpr int kRegistersPerSm = 65536;
-constexpr int kMaxThreadsPerSm = 2048;
 // What a streaming row loop keeps in flight per SM, and the most bytes of
 // rows it may have in flight on the whole GPU (see the rebuild chain).
 constexpr int64_t kLoopBytesInFlight = 64 * 1024;
@@ -430,8 +426,10 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
             std::min<int64_t>((kLoopBytesInFlight + perBlock - 1) / perBlock, kMaxThreadsPerSm / cfg.threads));
         while (need > have && int64_t{need} * options.smCount * rowBytes > kRowsInFlight) --need;
         std::vector<int> tries;
-        if (have <= 3 && rowBytes > 0 && need > have) tries.push_back(need);
-        if (have <= 3 && rowBytes > 0 && need > have + 1) tries.push_back(have + 1);
+        if (have <= 3 && rowBytes > 0 && need > have) {
+          tries.push_back(need);
+          if (need > have + 1) tries.push_back(have + 1);
+        }
         for (int blocks : tries) {
           RowConfig c = cfg;
           c.minBlocks = blocks;

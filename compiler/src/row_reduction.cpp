@@ -2338,7 +2338,7 @@ void RowEmitter::prepare() {
     while (cfg_.vector > 1 && nd.size % cfg_.vector != 0) cfg_.vector /= 2;
   }
   if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
-  if (cfg_.minBlocks * cfg_.threads > 2048) cfg_.minBlocks = 2048 / cfg_.threads;  // an SM's 2048 threads
+  if (cfg_.minBlocks * cfg_.threads > kMaxThreadsPerSm) cfg_.minBlocks = kMaxThreadsPerSm / cfg_.threads;
   planStaging();  // before the accumulators: a staged row's variance takes two passes
   planResident();
   buildAccumulators();
@@ -2989,7 +2989,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
     const int u = lightF32 ? 2 : std::max(1, (heavy || !narrow ? 4 : 2) / rowInputs);
     const int64_t span = static_cast<int64_t>(u) * c.vector;
     const int64_t t = N / span;
-    const bool fewRows = staticRows >= 0 && t > 0 && staticRows < static_cast<int64_t>(options.smCount) * (2048 / t);
+    const bool fewRows = staticRows >= 0 && t > 0 && staticRows < static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / t);
     const bool loopable = N % span == 0 && isPow2(t) && t >= 128 && t <= 512;
     heldForFewRows = loopable && fewRows;
     if (loopable && !fewRows) {

@@ -116,6 +116,11 @@ struct RowConfig {
   std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "welford" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1, "one_step" only when > 0
 };
 
+// An SM of sm_90 (and of every chip kiln targets so far): 65536 registers,
+// allocated per warp in units of 256 (8 a thread), and 2048 threads.
+constexpr int kRegistersPerSm = 65536;
+constexpr int kMaxThreadsPerSm = 2048;
+
 // A good config from the domain, dtypes and device (clusters on sm_90+).
 // gridTail: the kernel ends with a grid tail (KernelPlan::tail, e.g. cross_entropy's mean).
 // `preferred`, when given, receives the range of a dynamic row length the
