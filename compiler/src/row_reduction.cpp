@@ -28,7 +28,8 @@ std::string RowConfig::json() const {
          (resident ? "" : ", \"resident\": 0") + (lanes > 1 ? ", \"lanes\": " + std::to_string(lanes) : std::string()) +
          (maxBlocks > 0 ? ", \"max_blocks\": " + std::to_string(maxBlocks) : std::string()) +
          (split > 1 ? ", \"split\": " + std::to_string(split) : std::string()) +
-         (oneStep > 0 ? ", \"one_step\": " + std::to_string(oneStep) : std::string()) + "}";
+         (oneStep > 0 ? ", \"one_step\": " + std::to_string(oneStep) : std::string()) +
+         (l2Prefetch > 0 ? ", \"l2_prefetch\": " + std::to_string(l2Prefetch) : std::string()) + "}";
 }
 
 namespace {
@@ -300,6 +301,7 @@ class RowEmitter {
   void planStaging();
   void emitStaging(MlirWriter& w, const std::string& base);
   std::string rowPtrFor(MlirWriter& w, const std::string& r, const Access& a, DType dt);
+  void emitL2Prefetch(MlirWriter& w, const std::string& rows);
   std::string stagingPointers(MlirWriter& w, const std::string& base);
   std::vector<std::string> copySources(MlirWriter& w, const std::string& r);
   void emitCopies(MlirWriter& w, const std::string& mb, const std::vector<std::string>& srcs);
@@ -1784,6 +1786,43 @@ void RowEmitter::emitPrefetchNext(MlirWriter& w, const std::string& next, const 
   w.line("}");
 }
 
+// l2_prefetch: the L2 fetches row r + D (if there is one) of every
+// row-shaped input the held row loads, with evict_last, one 128-byte line
+// per thread at a time (lines t, t + T, ...). A hint: an address past the
+// row's lines, or a line the L2 drops again, costs nothing but the time.
+void RowEmitter::emitL2Prefetch(MlirWriter& w, const std::string& rows) {
+  std::string next = w.assign("arith.addi " + r_ + ", " + w.integer(cfg_.l2Prefetch, "i64") + " : i64");
+  std::vector<std::pair<std::string, int64_t>> srcs;  // the next row's pointer, the row's bytes
+  for (const auto& [key, a] : accesses_)
+    if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && perRowAccess(a)) {
+      DType dt = g_.node(a.node).dtype;
+      srcs.emplace_back(rowPtrFor(w, next, a, dt), dom_[k_ - 1].size * dtypeSize(dt));
+    }
+  if (srcs.empty()) return;
+  const int64_t T = cfg_.threadsPerRow, line = 128;
+  w.line("scf.if " + w.assign("arith.cmpi ult, " + next + ", " + rows + " : i64") + " {");
+  w.indent();
+  std::string first = w.assign("arith.muli " + t_ + ", " + w.integer(line, "i32") + " : i32");
+  for (const auto& [src, bytes] : srcs)
+    for (int64_t k = 0; k * T * line < bytes; ++k) {
+      std::string off = k ? w.assign("arith.addi " + first + ", " + w.integer(k * T * line, "i32") + " : i32") : first;
+      const bool partial = (k + 1) * T * line > bytes;
+      if (partial) {
+        w.line("scf.if " + w.assign("arith.cmpi ult, " + off + ", " + w.integer(bytes, "i32") + " : i32") + " {");
+        w.indent();
+      }
+      std::string p = w.assign("llvm.getelementptr inbounds " + src + "[" + off + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8");
+      w.line("llvm.inline_asm has_side_effects \"prefetch.global.L2::evict_last [$0];\", \"l\" " + p +
+             " : (!llvm.ptr<1>) -> ()");
+      if (partial) {
+        w.dedent();
+        w.line("}");
+      }
+    }
+  w.dedent();
+  w.line("}");
+}
+
 std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   // Lanes: `vector` > 1 asks for the lanes' vector loads; along the row
   // every lane reads one value at a time.
@@ -2103,6 +2142,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRowAccess(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
     evictHint_.clear();
+    if (cfg_.l2Prefetch > 0 && !asTail_ && !loopRows && cfg_.cluster == 1 && rowsPerBlock == 1)
+      emitL2Prefetch(row, rowsValue);
     if (prefetching)
       emitPrefetchNext(row, row.assign("arith.addi " + r_ + ", " + loopStep + " : i64"), rowsValue);
     if (loopRows) loadFlags_.clear();
@@ -3343,7 +3384,8 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                         "2, 4, 8; persistent: 0 or 1; unroll: 1..16; cluster: 1, 2, 4, 8, 16 (sm_90+); row_loop: 0 or 1; "
                         "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1; "
                         "lanes: 1, 2, 4, 8, 16; max_blocks: >= 0 (row loops); split: power of two <= 1024; welford: 0 or 1; "
-                        "one_step: 0 or a power of two <= 16 (dynamic row lengths)",
+                        "one_step: 0 or a power of two <= 16 (dynamic row lengths); l2_prefetch: rows ahead, 0..1048576 "
+                        "(held rows, sm_80+)",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -3362,6 +3404,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "split" && isPow2(v) && v <= 1024) c.split = static_cast<int>(v);
                           else if (key == "welford" && (v == 0 || v == 1)) c.welford = v == 1;
                           else if (key == "one_step" && (v == 0 || (isPow2(v) && v <= 16))) c.oneStep = static_cast<int>(v);
+                          else if (key == "l2_prefetch" && v >= 0 && v <= (int64_t{1} << 20)) c.l2Prefetch = v;
                           else return false;
                           return true;
                         });
@@ -3472,6 +3515,14 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                      c.split == 1 && c.lanes == 1 && c.threadsPerRow >= 32 && c.evict != 0 && !c.welford && !tail;
     if (!fit) c.oneStep = 0;
   }
+  // L2 prefetch (see RowConfig::l2Prefetch): a held row, one row per block
+  // of at least 32 threads, no cluster, row loop, staging, prefetch or split.
+  if (c.l2Prefetch > 0 && sm < 80)
+    throw Error("kiln: compile: row_reduction config \"l2_prefetch\": " + std::to_string(c.l2Prefetch) +
+                " needs L2 prefetches with eviction priorities (sm_80 or newer); the target is sm_" + std::to_string(sm));
+  if (c.l2Prefetch > 0 && (!c.persistent || c.cluster > 1 || c.stage || c.prefetch || c.plainRowLoop ||
+                           c.threadsPerRow < 32 || c.threads != c.threadsPerRow || c.split > 1))
+    c.l2Prefetch = 0;
   if (tail) {
     // The tail runs on one block's threads (a power of two for its tree),
     // after every block's rows: clusters loop over rows, nothing is staged
