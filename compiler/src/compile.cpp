@@ -357,8 +357,9 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       //    per row;
       //  - a persistent row of 1024 threads (64 registers each): the looped
       //    form, faster than a spilling held row;
-      //  - any other held row (one block a row): without min_blocks (the
-      //    full register budget), then looped;
+      //  - any other held row (one block a row): without l2_prefetch (its
+      //    address), then without min_blocks (the full register budget),
+      //    then looped;
       //  - a split row (several accumulators under min_blocks 3's cap of
       //    42 registers): without min_blocks;
       //  - a looped row whose unrolled steps spill (heavy math per value,
@@ -380,6 +381,10 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       if (heuristic && cfg.persistent && cfg.threadsPerRow >= 1024 && spills(k)) {
         cfg.persistent = false;
         cfg.threadsPerRow = cfg.threads = 512;
+        k = buildRow(cfg);
+      }
+      if (heuristic && cfg.persistent && cfg.l2Prefetch > 0 && spills(k)) {
+        cfg.l2Prefetch = 0;
         k = buildRow(cfg);
       }
       if (heuristic && cfg.persistent && cfg.cluster == 1 && cfg.minBlocks > 1 && spills(k)) {

@@ -2135,6 +2135,11 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // with one block per SM, their latency shows: layernorm f32 4096x32768
     // measured 3.81 TB/s in session 10 call 1, 3.97-3.98 first in call 3.)
     const bool sharedFirst = cfg_.cluster == 1 && !loopRows && cfg_.minBlocks < 2;
+    // l2_prefetch: a later row's fetch first, while the row's registers
+    // are free (issued after the loads, its address stayed live through
+    // them: layernorm bf16 at min_blocks 2 spilled 16 bytes).
+    if (cfg_.l2Prefetch > 0 && !asTail_ && !loopRows && cfg_.cluster == 1 && rowsPerBlock == 1)
+      emitL2Prefetch(row, rowsValue);
     // evict: a held row is read once, with evict_first (the row-shaped
     // 16-byte loads only).
     if (cfg_.evict && !asTail_) evictHint_ = "evict_first";
@@ -2142,8 +2147,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRowAccess(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
     evictHint_.clear();
-    if (cfg_.l2Prefetch > 0 && !asTail_ && !loopRows && cfg_.cluster == 1 && rowsPerBlock == 1)
-      emitL2Prefetch(row, rowsValue);
     if (prefetching)
       emitPrefetchNext(row, row.assign("arith.addi " + r_ + ", " + loopStep + " : i64"), rowsValue);
     if (loopRows) loadFlags_.clear();
@@ -2169,6 +2172,9 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     }
   } else {
     if (staging) emitStaging(row, stageBase);
+    if (cfg_.l2Prefetch > 0 && !asTail_ && !loopRows && cfg_.cluster == 1 && rowsPerBlock == 1 && !staging &&
+        nd.isStatic())
+      emitL2Prefetch(row, rowsValue);
     emitGathers();
     // evict: every pass but the last keeps the row in L2 for the next one.
     // A level makes a pass when it has accumulators; the output pass, when
@@ -2727,8 +2733,9 @@ int64_t rowBytesAtMost(const Graph& g, const std::vector<LaunchGeometry::DimRang
   return n * rowInputsOf(g, d).bytes;
 }
 
-RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail,
-                       std::vector<LaunchGeometry::DimRange>* preferred) {
+namespace {
+RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail,
+                           std::vector<LaunchGeometry::DimRange>* preferred) {
   RowConfig c;
   Shape d = domainOf(g);
   int minSize = 16;
@@ -3192,6 +3199,42 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   return c;
 }
 
+// How far ahead a held row's block has the L2 fetch a later row
+// (l2_prefetch): the rows that make up about 6 MB of row-shaped inputs.
+constexpr int64_t kL2AheadBytes = 6 << 20;
+}  // namespace
+
+// The base heuristic, then: a held row of one block per row (more rows
+// than the distance and than two rounds of blocks) has the L2 fetch the row
+// about 6 MB of row-shaped inputs ahead (RowConfig::l2Prefetch), so that
+// the block that takes it finds it in the L2 and the first and last
+// rounds of blocks do not wait on HBM alone. Measured on the H200
+// (2026-12-02, session 27 call 3, TB/s, heuristic -> the distance measured
+// nearest to 6 MB): softmax bf16 4096x32768 3.97 -> 4.10 (99 rows),
+// layernorm bf16 3.94 -> 3.95 (99), softmax f32 4.06 -> 4.17 (50),
+// layernorm f32 3.98 -> 4.14 (50); softmax f32 8192x16384 4.09 -> 4.16
+// (99), rmsnorm f32 8192x16384 4.11 -> 4.24 (99), rmsnorm bf16 8192x16384
+// 4.05 -> 4.15 (198), rmsnorm f32 16384x8192 4.15 -> 4.26 (198). About
+// 13 MB ahead lost 10-25% (the L2 drops prefetched rows before their
+// blocks read them); 3-4 MB ahead gained less on the 32 KB and 64 KB rows.
+RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail,
+                       std::vector<LaunchGeometry::DimRange>* preferred) {
+  RowConfig c = baseRowHeuristic(g, options, gridTail, preferred);
+  const Shape d = domainOf(g);
+  const int64_t rowBytes = d.back().isStatic() ? d.back().size * rowInputsOf(g, d).bytes : 0;
+  int64_t rows = 1;
+  for (size_t a = 0; a + 1 < d.size() && rows > 0; ++a) rows = d[a].isStatic() ? rows * d[a].size : 0;
+  if (smNumber(options.chip) >= 80 && !gridTail && c.persistent && c.cluster == 1 && !c.stage && !c.prefetch &&
+      c.threadsPerRow >= 32 && c.threads == c.threadsPerRow && rowBytes > 0) {
+    // Rows for two rounds of blocks at an SM's threads, at least: fewer
+    // all start at once (the small batches), with nothing to fetch ahead.
+    const int64_t ahead = std::max<int64_t>(1, kL2AheadBytes / rowBytes);
+    const int64_t twoRounds = 2 * static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / c.threads);
+    if (rows == 0 || rows > std::max(ahead, twoRounds)) c.l2Prefetch = ahead;
+  }
+  return c;
+}
+
 // Whether a row-shaped input is read in 16-byte vectors at width `v`, so
 // that the staged and prefetch forms copy it (RowEmitter::stagedAccess).
 static bool copiesWhole(const Graph& g, int v) {
@@ -3515,13 +3558,14 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                      c.split == 1 && c.lanes == 1 && c.threadsPerRow >= 32 && c.evict != 0 && !c.welford && !tail;
     if (!fit) c.oneStep = 0;
   }
-  // L2 prefetch (see RowConfig::l2Prefetch): a held row, one row per block
-  // of at least 32 threads, no cluster, row loop, staging, prefetch or split.
+  // L2 prefetch (see RowConfig::l2Prefetch): one row per block of at least
+  // 32 threads, a static row length, no cluster, row loop, staging,
+  // prefetch or split.
   if (c.l2Prefetch > 0 && sm < 80)
     throw Error("kiln: compile: row_reduction config \"l2_prefetch\": " + std::to_string(c.l2Prefetch) +
                 " needs L2 prefetches with eviction priorities (sm_80 or newer); the target is sm_" + std::to_string(sm));
-  if (c.l2Prefetch > 0 && (!c.persistent || c.cluster > 1 || c.stage || c.prefetch || c.plainRowLoop ||
-                           c.threadsPerRow < 32 || c.threads != c.threadsPerRow || c.split > 1))
+  if (c.l2Prefetch > 0 && (c.cluster > 1 || c.stage || c.prefetch || c.plainRowLoop || c.threadsPerRow < 32 ||
+                           c.threads != c.threadsPerRow || c.split > 1 || d.back().isDynamic()))
     c.l2Prefetch = 0;
   if (tail) {
     // The tail runs on one block's threads (a power of two for its tree),
