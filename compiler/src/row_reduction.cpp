@@ -29,7 +29,8 @@ std::string RowConfig::json() const {
          (maxBlocks > 0 ? ", \"max_blocks\": " + std::to_string(maxBlocks) : std::string()) +
          (split > 1 ? ", \"split\": " + std::to_string(split) : std::string()) +
          (oneStep > 0 ? ", \"one_step\": " + std::to_string(oneStep) : std::string()) +
-         (l2Prefetch > 0 ? ", \"l2_prefetch\": " + std::to_string(l2Prefetch) : std::string()) + "}";
+         (l2Prefetch > 0 ? ", \"l2_prefetch\": " + std::to_string(l2Prefetch) : std::string()) +
+         (l2Normal > 0 ? ", \"l2_normal\": 1" : "") + "}";
 }
 
 namespace {
@@ -1812,8 +1813,8 @@ void RowEmitter::emitL2Prefetch(MlirWriter& w, const std::string& rows) {
         w.indent();
       }
       std::string p = w.assign("llvm.getelementptr inbounds " + src + "[" + off + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8");
-      w.line("llvm.inline_asm has_side_effects \"prefetch.global.L2::evict_last [$0];\", \"l\" " + p +
-             " : (!llvm.ptr<1>) -> ()");
+      w.line(std::string("llvm.inline_asm has_side_effects \"prefetch.global.L2") +
+             (cfg_.l2Normal ? "::evict_normal" : "::evict_last") + " [$0];\", \"l\" " + p + " : (!llvm.ptr<1>) -> ()");
       if (partial) {
         w.dedent();
         w.line("}");
@@ -3448,6 +3449,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "welford" && (v == 0 || v == 1)) c.welford = v == 1;
                           else if (key == "one_step" && (v == 0 || (isPow2(v) && v <= 16))) c.oneStep = static_cast<int>(v);
                           else if (key == "l2_prefetch" && v >= 0 && v <= (int64_t{1} << 20)) c.l2Prefetch = v;
+                          else if (key == "l2_normal" && (v == 0 || v == 1)) c.l2Normal = static_cast<int>(v);
                           else return false;
                           return true;
                         });

@@ -121,6 +121,8 @@ struct RowConfig {
   // the L2 instead of waiting for HBM. 0: none. The heuristic sets it for
   // held rows: about 6 MB of rows ahead (farther, the L2 drops them first).
   int64_t l2Prefetch = 0;
+  // l2_prefetch's priority in the L2: 0 evict_last, 1 evict_normal.
+  int l2Normal = 0;
   std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "welford" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1, "one_step" only when > 0, "l2_prefetch" only when > 0
 };
 
