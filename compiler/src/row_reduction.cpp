@@ -29,8 +29,7 @@ std::string RowConfig::json() const {
          (maxBlocks > 0 ? ", \"max_blocks\": " + std::to_string(maxBlocks) : std::string()) +
          (split > 1 ? ", \"split\": " + std::to_string(split) : std::string()) +
          (oneStep > 0 ? ", \"one_step\": " + std::to_string(oneStep) : std::string()) +
-         (l2Prefetch > 0 ? ", \"l2_prefetch\": " + std::to_string(l2Prefetch) : std::string()) +
-         (l2Normal > 0 ? ", \"l2_normal\": 1" : "") + "}";
+         (l2Prefetch > 0 ? ", \"l2_prefetch\": " + std::to_string(l2Prefetch) : std::string()) + "}";
 }
 
 namespace {
@@ -1791,6 +1790,7 @@ void RowEmitter::emitPrefetchNext(MlirWriter& w, const std::string& next, const 
 // row-shaped input the held row loads, with evict_last, one 128-byte line
 // per thread at a time (lines t, t + T, ...). A hint: an address past the
 // row's lines, or a line the L2 drops again, costs nothing but the time.
+// (evict_normal measured level or slower, session 27 call 5.)
 void RowEmitter::emitL2Prefetch(MlirWriter& w, const std::string& rows) {
   std::string next = w.assign("arith.addi " + r_ + ", " + w.integer(cfg_.l2Prefetch, "i64") + " : i64");
   std::vector<std::pair<std::string, int64_t>> srcs;  // the next row's pointer, the row's bytes
@@ -1813,8 +1813,8 @@ void RowEmitter::emitL2Prefetch(MlirWriter& w, const std::string& rows) {
         w.indent();
       }
       std::string p = w.assign("llvm.getelementptr inbounds " + src + "[" + off + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8");
-      w.line(std::string("llvm.inline_asm has_side_effects \"prefetch.global.L2") +
-             (cfg_.l2Normal ? "::evict_normal" : "::evict_last") + " [$0];\", \"l\" " + p + " : (!llvm.ptr<1>) -> ()");
+      w.line("llvm.inline_asm has_side_effects \"prefetch.global.L2::evict_last [$0];\", \"l\" " + p +
+             " : (!llvm.ptr<1>) -> ()");
       if (partial) {
         w.dedent();
         w.line("}");
@@ -2173,9 +2173,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     }
   } else {
     if (staging) emitStaging(row, stageBase);
-    if (cfg_.l2Prefetch > 0 && !asTail_ && !loopRows && cfg_.cluster == 1 && rowsPerBlock == 1 && !staging &&
-        nd.isStatic())
-      emitL2Prefetch(row, rowsValue);
     emitGathers();
     // evict: every pass but the last keeps the row in L2 for the next one.
     // A level makes a pass when it has accumulators; the output pass, when
@@ -3203,6 +3200,24 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
 // How far ahead a held row's block has the L2 fetch a later row
 // (l2_prefetch): the rows that make up about 6 MB of row-shaped inputs.
 constexpr int64_t kL2AheadBytes = 6 << 20;
+
+// Whether `c` is a held row of one block a row (what l2_prefetch serves).
+bool heldOneRowPerBlock(const RowConfig& c) {
+  return c.persistent && c.cluster == 1 && !c.stage && !c.prefetch && c.split == 1 && c.threadsPerRow >= 32 &&
+         c.threads == c.threadsPerRow;
+}
+
+// The rows about kL2AheadBytes of row-shaped inputs make (at least 1), or
+// 0 where the rows are known to be that few or fewer, or the row length is
+// dynamic.
+int64_t l2AheadRows(const Graph& g) {
+  const Shape d = domainOf(g);
+  if (d.back().isDynamic()) return 0;
+  const int64_t ahead = std::max<int64_t>(1, kL2AheadBytes / (d.back().size * rowInputsOf(g, d).bytes));
+  int64_t rows = 1;
+  for (size_t a = 0; a + 1 < d.size() && rows > 0; ++a) rows = d[a].isStatic() ? rows * d[a].size : 0;
+  return rows == 0 || rows > ahead ? ahead : 0;
+}
 }  // namespace
 
 // The base heuristic, then: a held row of one block per row (more rows
@@ -3221,18 +3236,14 @@ constexpr int64_t kL2AheadBytes = 6 << 20;
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail,
                        std::vector<LaunchGeometry::DimRange>* preferred) {
   RowConfig c = baseRowHeuristic(g, options, gridTail, preferred);
+  if (smNumber(options.chip) < 80 || gridTail || !heldOneRowPerBlock(c)) return c;
+  // Rows for two rounds of blocks at an SM's threads, at least: fewer
+  // all start at once (the small batches), with nothing to fetch ahead.
   const Shape d = domainOf(g);
-  const int64_t rowBytes = d.back().isStatic() ? d.back().size * rowInputsOf(g, d).bytes : 0;
   int64_t rows = 1;
   for (size_t a = 0; a + 1 < d.size() && rows > 0; ++a) rows = d[a].isStatic() ? rows * d[a].size : 0;
-  if (smNumber(options.chip) >= 80 && !gridTail && c.persistent && c.cluster == 1 && !c.stage && !c.prefetch &&
-      c.threadsPerRow >= 32 && c.threads == c.threadsPerRow && rowBytes > 0) {
-    // Rows for two rounds of blocks at an SM's threads, at least: fewer
-    // all start at once (the small batches), with nothing to fetch ahead.
-    const int64_t ahead = std::max<int64_t>(1, kL2AheadBytes / rowBytes);
-    const int64_t twoRounds = 2 * static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / c.threads);
-    if (rows == 0 || rows > std::max(ahead, twoRounds)) c.l2Prefetch = ahead;
-  }
+  const int64_t twoRounds = 2 * static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / c.threads);
+  if (rows == 0 || rows > twoRounds) c.l2Prefetch = l2AheadRows(g);
   return c;
 }
 
@@ -3274,7 +3285,11 @@ static void addStaged(const Graph& g, const RowConfig& h, int sm, const AddConfi
 
 std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   std::vector<std::string> out;
-  auto add = [&](const RowConfig& c) {
+  // Held rows of one block a row fetch ahead into the L2 as the
+  // heuristic's held row does (RowConfig::l2Prefetch), at its distance.
+  auto add = [&](const RowConfig& given) {
+    RowConfig c = given;
+    if (h.l2Prefetch > 0 && heldOneRowPerBlock(c) && c.l2Prefetch == 0) c.l2Prefetch = h.l2Prefetch;
     std::string j = c.json();
     if (std::find(out.begin(), out.end(), j) == out.end()) out.push_back(std::move(j));
   };
@@ -3449,7 +3464,6 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "welford" && (v == 0 || v == 1)) c.welford = v == 1;
                           else if (key == "one_step" && (v == 0 || (isPow2(v) && v <= 16))) c.oneStep = static_cast<int>(v);
                           else if (key == "l2_prefetch" && v >= 0 && v <= (int64_t{1} << 20)) c.l2Prefetch = v;
-                          else if (key == "l2_normal" && (v == 0 || v == 1)) c.l2Normal = static_cast<int>(v);
                           else return false;
                           return true;
                         });
@@ -3560,15 +3574,14 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                      c.split == 1 && c.lanes == 1 && c.threadsPerRow >= 32 && c.evict != 0 && !c.welford && !tail;
     if (!fit) c.oneStep = 0;
   }
-  // L2 prefetch (see RowConfig::l2Prefetch): one row per block of at least
-  // 32 threads, a static row length, no cluster, row loop, staging,
-  // prefetch or split.
+  // L2 prefetch (see RowConfig::l2Prefetch): a held row, one row per block
+  // of at least 32 threads, no cluster, row loop, staging, prefetch or
+  // split. (Looped rows measured slower with it, session 27 call 4: sums
+  // by 15-45%, whose resident blocks already read the rows it fetched.)
   if (c.l2Prefetch > 0 && sm < 80)
     throw Error("kiln: compile: row_reduction config \"l2_prefetch\": " + std::to_string(c.l2Prefetch) +
                 " needs L2 prefetches with eviction priorities (sm_80 or newer); the target is sm_" + std::to_string(sm));
-  if (c.l2Prefetch > 0 && (c.cluster > 1 || c.stage || c.prefetch || c.plainRowLoop || c.threadsPerRow < 32 ||
-                           c.threads != c.threadsPerRow || c.split > 1 || d.back().isDynamic()))
-    c.l2Prefetch = 0;
+  if (c.l2Prefetch > 0 && (!heldOneRowPerBlock(c) || c.plainRowLoop)) c.l2Prefetch = 0;
   if (tail) {
     // The tail runs on one block's threads (a power of two for its tree),
     // after every block's rows: clusters loop over rows, nothing is staged
@@ -3586,6 +3599,9 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   RowEmitter e(g, c);
   if (tail) e.setTail(tail, tailCounter);
   RowKernel rk = e.run(name, variants);
+  // L2 eviction priorities on createpolicy and prefetch need PTX ISA 7.4;
+  // the lowest ISA of sm_80 and sm_86 is older (sm_89 and up: 7.8).
+  if ((c.evict || c.l2Prefetch) && rk.ptxFeatures.empty() && sm < 89) rk.ptxFeatures = "+ptx74";
   rk.kernel.launch.dimBounds = std::move(bounds);
   return rk;
 }

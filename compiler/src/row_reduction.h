@@ -113,16 +113,14 @@ struct RowConfig {
   // at most this many blocks (whole clusters), fewer than fit at once
   // (0: as many as fit). For measuring how a kernel scales with SMs.
   int64_t maxBlocks = 0;
-  // One row per block, a static row length, no row loop (sm_80+): each
-  // block asks the L2 to fetch the row this many rows ahead
-  // (prefetch.global.L2 with evict_last, one 128-byte line per thread at a
-  // time; a held row after its own row's loads, a looped one before its
-  // first pass), so that the block that later takes that row finds it in
-  // the L2 instead of waiting for HBM. 0: none. The heuristic sets it for
-  // held rows: about 6 MB of rows ahead (farther, the L2 drops them first).
+  // Held form, one row per block, no row loop (sm_80+): each block asks
+  // the L2 to fetch the row this many rows ahead (prefetch.global.L2 with
+  // evict_last, one 128-byte line per thread at a time, before its own
+  // row's loads), so that the blocks dispatched next find their rows
+  // already on the way: loads in flight beyond what the registers of one
+  // or two held rows per SM allow. 0: none. The heuristic's distance is
+  // about 6 MB of rows (farther, the L2 drops them before they are read).
   int64_t l2Prefetch = 0;
-  // l2_prefetch's priority in the L2: 0 evict_last, 1 evict_normal.
-  int l2Normal = 0;
   std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "welford" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1, "one_step" only when > 0, "l2_prefetch" only when > 0
 };
 
