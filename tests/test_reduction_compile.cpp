@@ -1092,6 +1092,54 @@ TEST_CASE("looped rows keep 64 KB of loads in flight per SM", "[compile][reducti
   CHECK(rebuilt >= 3);  // layernorm bf16 at 8192 and 16384; rmsnorm bf16 at 8192
 }
 
+// The occupancy rebuild (a looped row given min_blocks) patches the last
+// build's PTX with `.minnctapersm` and runs ptxas alone: its PTX, cubin and
+// resource report are the full lowering's of the same config (an override
+// naming min_blocks is lowered whole), for static rows and for a dynamic
+// length's entries (one-step and looped, both vectorized).
+TEST_CASE("the occupancy rebuild's PTX and cubin are the full lowering's", "[compile][reduction]") {
+  struct Case {
+    DType t;
+    int op;  // 0 layernorm, 1 rmsnorm
+    Shape s;
+    int64_t hint;  // > 0: the dynamic N's hint
+  };
+  const std::vector<Case> cases = {{DType::BF16, 0, {16384, 8192}, 0},
+                                   {DType::BF16, 1, {16384, 8192}, 0},
+                                   {DType::F32, 0, {8192, "N"}, 16384},
+                                   {DType::F32, 1, {16384, "N"}, 8192}};
+  for (const Case& c : cases) {
+    Graph g;
+    const int64_t n = c.hint > 0 ? c.hint : c.s.back().size;
+    const Dim nd = c.hint > 0 ? Dim("N") : Dim(n);
+    Tensor x = g.input("x", c.t, c.s), w = g.input("w", c.t, {nd});
+    g.output("y", c.op == 0 ? layernorm(x, w, g.input("b", c.t, {nd})) : rmsnorm(x, w));
+    compiler::CompileOptions o;
+    if (c.hint > 0) o.dimHints["N"] = c.hint;
+    const compiler::CompiledKernel fast = compiler::compileGraph(g, o).kernels.at(0);
+    INFO(dtypeName(c.t) << " op " << c.op << ": " << fast.config << " / " << fast.why);
+    REQUIRE_THAT(fast.why, Contains("; min_blocks "));
+    const std::string mb = fast.config.substr(fast.config.find("\"min_blocks\": "));
+    o.rowConfigOverride = "{" + mb.substr(0, mb.find_first_of(",}")) + "}";
+    const compiler::CompiledKernel full = compiler::compileGraph(g, o).kernels.at(0);
+    CHECK(full.config == fast.config);
+    CHECK(full.mlir == fast.mlir);
+    CHECK(full.ptx == fast.ptx);
+    CHECK(full.cubin == fast.cubin);
+    REQUIRE(full.resources.size() == fast.resources.size());
+    for (size_t i = 0; i < full.resources.size(); ++i) {
+      CHECK(full.resources[i].kernel == fast.resources[i].kernel);
+      CHECK(full.resources[i].registers == fast.resources[i].registers);
+    }
+    CHECK(count(fast.ptx, ".minnctapersm") == static_cast<size_t>(std::count_if(
+                                                 fast.entries.begin(), fast.entries.end(),
+                                                 [](const compiler::KernelEntry& e) { return e.vectorized; })));
+    // Its cubin's stages: the first build's, then ptxas (or nvJitLink) again.
+    CHECK(std::any_of(fast.stages.begin(), fast.stages.end(),
+                      [](const compiler::StageTime& st) { return st.name.rfind("occupancy-", 0) == 0; }));
+  }
+}
+
 // Short rows (one step of 128-512 threads covers them) loop with L1/L2
 // hints, one step per pass, where there are rows for at least one wave of
 // blocks (or the row count is dynamic); small static batches stay held.

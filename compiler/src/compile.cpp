@@ -71,10 +71,38 @@ void assembleCubin(const std::string& ptx, CubinRoute route, const CompileOption
     if (const ResourceReport* r = cubin.kernel(e.name)) k.resources.push_back(*r);
 }
 
+// `ptx` with `.minnctapersm blocks` after the `.maxntid` directive of each
+// vectorized entry of `entries` (where the NVPTX backend writes it for
+// nvvm.minctasm).
+std::string withMinBlocks(const std::string& ptx, const std::vector<KernelEntry>& entries, int blocks) {
+  std::string out = ptx;
+  for (const KernelEntry& e : entries) {
+    if (!e.vectorized) continue;
+    const size_t entry = out.find(".entry " + e.name + "(");
+    const size_t maxntid = entry == std::string::npos ? entry : out.find("\n.maxntid ", entry);
+    const size_t eol = maxntid == std::string::npos ? maxntid : out.find('\n', maxntid + 1);
+    if (eol == std::string::npos)
+      throw Error("kiln: internal: no .maxntid directive for entry " + e.name + " in its PTX");
+    out.insert(eol, "\n.minnctapersm " + std::to_string(blocks));
+  }
+  return out;
+}
+
+// How PTX becomes a cubin under `options`: nvJitLink in process for plain
+// targets where it is available, else as the options say.
+CubinRoute cubinRouteOf(const CompileOptions& options) {
+  CubinRoute route = options.route;
+  if (route == CubinRoute::Default && !options.chip.empty() &&
+      std::isdigit(static_cast<unsigned char>(options.chip.back())) && nvJitLinkAvailable(options.cudaHome))
+    route = CubinRoute::NvJitLink;
+  return route;
+}
+
 // MLIR text → PTX → cubin into `k`: stage times, the cubin, the resource
-// report of each entry, and the text when the options keep it.
+// report of each entry, and the text when the options keep it; the PTX
+// into `ptxOut` too when given.
 void lowerKernel(const std::string& name, std::string mlir, const CompileOptions& options, CompiledKernel& k,
-                 const std::string& ptxFeatures = "") {
+                 const std::string& ptxFeatures = "", std::string* ptxOut = nullptr) {
   dump("mlir", name, mlir);
   auto tp = Clock::now();
   GpuModule module = GpuModule::parse(mlir);
@@ -87,11 +115,8 @@ void lowerKernel(const std::string& name, std::string mlir, const CompileOptions
   for (const StageTime& s : ptx.stages) k.stages.push_back(s);
   dump("ptx", name, ptx.ptx);
 
-  CubinRoute route = options.route;
-  if (route == CubinRoute::Default && !options.chip.empty() &&
-      std::isdigit(static_cast<unsigned char>(options.chip.back())) && nvJitLinkAvailable(options.cudaHome))
-    route = CubinRoute::NvJitLink;
-  assembleCubin(ptx.ptx, route, options, k);
+  assembleCubin(ptx.ptx, cubinRouteOf(options), options, k);
+  if (ptxOut) *ptxOut = ptx.ptx;
   if (options.keepText) {
     k.mlir = std::move(mlir);
     k.ptx = std::move(ptx.ptx);
@@ -293,14 +318,15 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     const KernelPlan& kp = plan.kernels[i];
     auto tk = Clock::now();
     // Emits one kernel, then lowers it: MLIR text → PTX → cubin.
-    auto build = [&](const std::string& name, std::string mlir, CompiledKernel k, const std::string& features = "") {
+    auto build = [&](const std::string& name, std::string mlir, CompiledKernel k, const std::string& features = "",
+                     std::string* ptxOut = nullptr) {
       // Workspace: the plan's intermediates, and tensors the schedule keeps
       // for itself (a split row's block states; listed below).
       for (KernelTensor& t : k.tensors) t.workspace = t.workspace || kp.workspaceNames.count(t.name) > 0;
       k.why = kp.why;
       k.stages.push_back({"plan", planMs / numKernels});
       k.stages.push_back({"emit", msSince(tk)});
-      lowerKernel(name, std::move(mlir), options, k, features);
+      lowerKernel(name, std::move(mlir), options, k, features, ptxOut);
       return k;
     };
     const std::string name = kernelName(kp, i);
@@ -318,9 +344,36 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       k = build(name, std::move(pk.mlir), std::move(pk.kernel));
     } else {
       const int sm = smNumber(options.chip);
+      std::string rowPtx;  // the last build's PTX
       auto buildRow = [&](const RowConfig& c) {
         RowKernel rk = emitRowReduction(kp.graph, c, name, options.variants, sm, kp.tail.get(), kp.tailCounter);
-        return build(name, std::move(rk.mlir), std::move(rk.kernel), rk.ptxFeatures);
+        return build(name, std::move(rk.mlir), std::move(rk.kernel), rk.ptxFeatures, &rowPtx);
+      };
+      // The last build (of a looped row) again with `min_blocks` for its
+      // vectorized entries: a looped row's min_blocks changes nothing before
+      // the PTX but each such entry's `.minnctapersm` directive (a CPU test
+      // checks the PTX and the cubin against the full lowering), so the
+      // emitter runs again for the kernel's metadata and text and ptxas
+      // alone for the cubin, at half a full build's time.
+      // Its stages: the last build's, then "occupancy-" ones.
+      auto rebuildWithMinBlocks = [&](const RowConfig& c, const CompiledKernel& last) {
+        auto te = Clock::now();
+        RowKernel rk = emitRowReduction(kp.graph, c, name, options.variants, sm, kp.tail.get(), kp.tailCounter);
+        CompiledKernel r = std::move(rk.kernel);
+        for (KernelTensor& t : r.tensors) t.workspace = t.workspace || kp.workspaceNames.count(t.name) > 0;
+        r.why = kp.why;
+        r.stages = last.stages;
+        r.stages.push_back({"occupancy-emit", msSince(te)});
+        std::string ptx = withMinBlocks(rowPtx, r.entries, std::min(c.minBlocks, kMaxThreadsPerSm / c.threads));
+        dump("ptx", name, ptx);
+        const size_t first = r.stages.size();
+        assembleCubin(ptx, cubinRouteOf(options), options, r);
+        for (size_t st = first; st < r.stages.size(); ++st) r.stages[st].name = "occupancy-" + r.stages[st].name;
+        if (options.keepText) {
+          r.mlir = std::move(rk.mlir);
+          r.ptx = std::move(ptx);
+        }
+        return r;
       };
       // Whether the kernel's fast entry spills: the vectorized entries when
       // it has any (the scalar entry serves unaligned pointers only), so
@@ -438,7 +491,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
         for (int blocks : tries) {
           RowConfig c = cfg;
           c.minBlocks = blocks;
-          CompiledKernel rebuilt = buildRow(c);
+          CompiledKernel rebuilt = rebuildWithMinBlocks(c, k);
           if (spills(rebuilt)) continue;
           cfg = c;
           k = std::move(rebuilt);

@@ -3207,6 +3207,13 @@ bool heldOneRowPerBlock(const RowConfig& c) {
          c.threads == c.threadsPerRow;
 }
 
+// The rows of domain `d` (every axis but the last), or 0 where one is dynamic.
+int64_t rowCountOf(const Shape& d) {
+  int64_t rows = 1;
+  for (size_t a = 0; a + 1 < d.size() && rows > 0; ++a) rows = d[a].isStatic() ? rows * d[a].size : 0;
+  return rows;
+}
+
 // The rows about kL2AheadBytes of row-shaped inputs make (at least 1), or
 // 0 where the rows are known to be that few or fewer, or the row length is
 // dynamic.
@@ -3214,8 +3221,7 @@ int64_t l2AheadRows(const Graph& g) {
   const Shape d = domainOf(g);
   if (d.back().isDynamic()) return 0;
   const int64_t ahead = std::max<int64_t>(1, kL2AheadBytes / (d.back().size * rowInputsOf(g, d).bytes));
-  int64_t rows = 1;
-  for (size_t a = 0; a + 1 < d.size() && rows > 0; ++a) rows = d[a].isStatic() ? rows * d[a].size : 0;
+  const int64_t rows = rowCountOf(d);
   return rows == 0 || rows > ahead ? ahead : 0;
 }
 }  // namespace
@@ -3223,25 +3229,22 @@ int64_t l2AheadRows(const Graph& g) {
 // The base heuristic, then: a held row of one block per row (more rows
 // than the distance and than two rounds of blocks) has the L2 fetch the row
 // about 6 MB of row-shaped inputs ahead (RowConfig::l2Prefetch), so that
-// the block that takes it finds it in the L2 and the first and last
-// rounds of blocks do not wait on HBM alone. Measured on the H200
-// (2026-12-02, session 27 call 3, TB/s, heuristic -> the distance measured
-// nearest to 6 MB): softmax bf16 4096x32768 3.97 -> 4.10 (99 rows),
-// layernorm bf16 3.94 -> 3.95 (99), softmax f32 4.06 -> 4.17 (50),
-// layernorm f32 3.98 -> 4.14 (50); softmax f32 8192x16384 4.09 -> 4.16
-// (99), rmsnorm f32 8192x16384 4.11 -> 4.24 (99), rmsnorm bf16 8192x16384
-// 4.05 -> 4.15 (198), rmsnorm f32 16384x8192 4.15 -> 4.26 (198). About
-// 13 MB ahead lost 10-25% (the L2 drops prefetched rows before their
-// blocks read them); 3-4 MB ahead gained less on the 32 KB and 64 KB rows.
+// the blocks dispatched next find their rows on the way. Measured on the
+// H200 (2026-12-02, session 27 call 4, heuristic before -> after, TB/s, two
+// rounds): softmax bf16 4096x32768 3.97 -> 4.04-4.06, layernorm bf16 3.94
+// -> 4.00, softmax f32 4.06 -> 4.17, layernorm f32 3.97 -> 4.12-4.13,
+// softmax f32 8192x16384 4.09 -> 4.15, rmsnorm f32 8192x16384 4.12 ->
+// 4.23-4.24, rmsnorm bf16 8192x16384 4.05 -> 4.15, rmsnorm f32 16384x8192
+// 4.15 -> 4.26. In call 3, the best distances held 4-6 MB of rows (8.6 MB
+// for two cases); about 13 MB lost 10-25% (the L2 drops the rows before
+// their blocks read them).
 RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail,
                        std::vector<LaunchGeometry::DimRange>* preferred) {
   RowConfig c = baseRowHeuristic(g, options, gridTail, preferred);
   if (smNumber(options.chip) < 80 || gridTail || !heldOneRowPerBlock(c)) return c;
   // Rows for two rounds of blocks at an SM's threads, at least: fewer
   // all start at once (the small batches), with nothing to fetch ahead.
-  const Shape d = domainOf(g);
-  int64_t rows = 1;
-  for (size_t a = 0; a + 1 < d.size() && rows > 0; ++a) rows = d[a].isStatic() ? rows * d[a].size : 0;
+  const int64_t rows = rowCountOf(domainOf(g));
   const int64_t twoRounds = 2 * static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / c.threads);
   if (rows == 0 || rows > twoRounds) c.l2Prefetch = l2AheadRows(g);
   return c;
