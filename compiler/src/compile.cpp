@@ -318,12 +318,16 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     const KernelPlan& kp = plan.kernels[i];
     auto tk = Clock::now();
     // Emits one kernel, then lowers it: MLIR text → PTX → cubin.
-    auto build = [&](const std::string& name, std::string mlir, CompiledKernel k, const std::string& features = "",
-                     std::string* ptxOut = nullptr) {
-      // Workspace: the plan's intermediates, and tensors the schedule keeps
-      // for itself (a split row's block states; listed below).
+    // What the plan says of an emitted kernel. Workspace: the plan's
+    // intermediates, and tensors the schedule keeps for itself (a split
+    // row's block states; listed below).
+    auto fromPlan = [&](CompiledKernel& k) {
       for (KernelTensor& t : k.tensors) t.workspace = t.workspace || kp.workspaceNames.count(t.name) > 0;
       k.why = kp.why;
+    };
+    auto build = [&](const std::string& name, std::string mlir, CompiledKernel k, const std::string& features = "",
+                     std::string* ptxOut = nullptr) {
+      fromPlan(k);
       k.stages.push_back({"plan", planMs / numKernels});
       k.stages.push_back({"emit", msSince(tk)});
       lowerKernel(name, std::move(mlir), options, k, features, ptxOut);
@@ -354,14 +358,13 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       // the PTX but each such entry's `.minnctapersm` directive (a CPU test
       // checks the PTX and the cubin against the full lowering), so the
       // emitter runs again for the kernel's metadata and text and ptxas
-      // alone for the cubin, at half a full build's time.
-      // Its stages: the last build's, then "occupancy-" ones.
+      // alone for the cubin, without the MLIR and LLVM stages. Its stages:
+      // the last build's, then "occupancy-" ones.
       auto rebuildWithMinBlocks = [&](const RowConfig& c, const CompiledKernel& last) {
         auto te = Clock::now();
         RowKernel rk = emitRowReduction(kp.graph, c, name, options.variants, sm, kp.tail.get(), kp.tailCounter);
         CompiledKernel r = std::move(rk.kernel);
-        for (KernelTensor& t : r.tensors) t.workspace = t.workspace || kp.workspaceNames.count(t.name) > 0;
-        r.why = kp.why;
+        fromPlan(r);
         r.stages = last.stages;
         r.stages.push_back({"occupancy-emit", msSince(te)});
         std::string ptx = withMinBlocks(rowPtx, r.entries, std::min(c.minBlocks, kMaxThreadsPerSm / c.threads));
