@@ -29,18 +29,22 @@ def chain6(x):
 
 kiln = kiln_kernels.from_env()
 
-def run(M, N, dtype):
+def cases_of(M, N, dtype):
+    """The cases at [M, N] of `dtype`: (name, fn, args, bytes, kiln's input names)."""
     es = torch.tensor([], dtype=dtype).element_size()
     x, y, z = (torch.randn(M, N, device="cuda", dtype=dtype) for _ in range(3))
     b = torch.randn(N, device="cuda", dtype=dtype)
     tag = f"{M}x{N} {str(dtype).replace('torch.', '')}"
     MN = M * N * es
-    cases = [
+    return tag, [
         ("add", lambda a, c: a + c, (x, y), 3 * MN, ["x", "y"]),
         ("fma x*y+z", lambda a, c, d: a * c + d, (x, y, z), 4 * MN, ["x", "y", "z"]),
         ("gelu(x+b)", lambda a, c: F.gelu(a + c, approximate="tanh"), (x, b), 2 * MN, ["x", "b"]),
         ("chain of 6", chain6, (x,), 2 * MN, ["x"]),
     ]
+
+def run(M, N, dtype):
+    tag, cases = cases_of(M, N, dtype)
     for name, fn, args, nbytes, names in cases:
         op = f"{name} [{tag}]"
         report(op, "eager", do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median"), nbytes)
@@ -65,15 +69,11 @@ def run(M, N, dtype):
                    f"(max |kiln - torch.compile| {err:.2e})")
 
 def variants(M, N, dtype, rounds=3):
-    """`variants` mode: for x + y and x*y + z, torch.compile and every
-    exported kiln variant of the case (bench_pointwise variants), timed in
-    `rounds` rounds in turn; then the median of each over the rounds."""
-    es = torch.tensor([], dtype=dtype).element_size()
-    x, y, z = (torch.randn(M, N, device="cuda", dtype=dtype) for _ in range(3))
-    tag = f"{M}x{N} {str(dtype).replace('torch.', '')}"
-    MN = M * N * es
-    for name, fn, args, nbytes, names in [("add", lambda a, c: a + c, (x, y), 3 * MN, ["x", "y"]),
-                                         ("fma x*y+z", lambda a, c, d: a * c + d, (x, y, z), 4 * MN, ["x", "y", "z"])]:
+    """`variants` mode: for every case, torch.compile and every exported kiln
+    variant of it (bench_pointwise variants), timed in `rounds` rounds in
+    turn; then the median of each over the rounds."""
+    tag, cases = cases_of(M, N, dtype)
+    for name, fn, args, nbytes, names in cases:
         op = f"{name} [{tag}]"
         c = torch.compile(fn)
         want = c(*args)
@@ -102,8 +102,9 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["variants"]:
         if kiln is None:
             sys.exit("anchors_pointwise.py variants: set KILN_KERNELS to bench_pointwise variants' export folder")
-        variants(32768, 4096, torch.float32)
         variants(32768, 4096, torch.bfloat16)
+        variants(32768, 4096, torch.float32)
+        variants(1024, 262144, torch.float32)
         sys.exit(0)
     run(32768, 4096, torch.bfloat16)
     run(32768, 4096, torch.float32)

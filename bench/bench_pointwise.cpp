@@ -167,17 +167,14 @@ const char* kSweep[] = {
     R"({"threads": 64})", R"({"unroll": 2})", R"({"threads": 256})",
 };
 
-// Configs the `variants` mode exports: the grid of Triton's pointwise
-// kernels (twice the elements per block; unrolled vectors load first),
-// four vectors per thread, 8-byte vectors (torch.compile's x*y+z f32 in
-// session 21: 256 threads, two f32 each), bigger blocks, 64-bit indices,
-// and the grid-stride loop at the heuristic's own grid (max_blocks above
-// the chunk count: the loop form that every kernel had before the
-// straight-line one-chunk-per-block form).
+// Configs the `variants` mode exports: the heuristic's, Triton's grid
+// (twice the elements per block; unrolled vectors load first), and the
+// inputs' loads with evict_first (`evict` 1), with the outputs' stores
+// evict_last too (`evict` 2). (Sessions 21-22 also measured 256 threads,
+// 64-bit indices, a grid-stride loop, plain loads, four vectors per
+// thread and 8-byte vectors here: none ahead.)
 const char* kVariants[] = {
-    "", R"({"unroll": 2})", R"({"threads": 256})", R"({"index_bits": 64})", R"({"max_blocks": 1073741824})",
-    R"({"nc": 0})", R"({"nc": 0, "unroll": 2})", R"({"unroll": 4})", R"({"threads": 256, "unroll": 2})",
-    R"({"vector": 2})", R"({"threads": 256, "vector": 2})", R"({"threads": 512, "vector": 2})",
+    "", R"({"unroll": 2})", R"({"evict": 1})", R"({"evict": 2})", R"({"evict": 1, "unroll": 2})", R"({"evict": 1, "nc": 0})",
 };
 
 enum class Mode { Cases, Sweep, Variants };
@@ -212,14 +209,24 @@ void memoryBound(DType t, int64_t m, int64_t n, Mode mode) {
     g.output("out", gelu_tanh(g.input("x", t, {rows, n}) + g.input("b", t, {n})));
     return g;
   };
+  Builder chain = [&](int64_t rows) {
+    Graph g;
+    Tensor c = g.input("x", t, {rows, n});
+    c = c * 1.5 + 0.25;  // mul, add
+    c = exp(c * -0.5);   // mul, exp
+    c = c * 2.0 - 1.0;   // mul, sub: six ops, as in anchors_pointwise.py
+    g.output("y", c);
+    return g;
+  };
   if (mode == Mode::Variants) {
-    // The cases where kiln and torch.compile are closest, with configs
-    // around the heuristic's, exported (KILN_EXPORT_KERNELS) for
-    // bench/anchors_pointwise.py's `variants` mode, which times each next to
-    // torch.compile in rounds.
+    // Every case with configs around the heuristic's, exported
+    // (KILN_EXPORT_KERNELS) for bench/anchors_pointwise.py's `variants`
+    // mode, which times each next to torch.compile in rounds.
     for (const char* o : kVariants) {
-      benchCase("fma x*y+z", fma, in, tag.c_str(), o);
       benchCase("add", add, in, tag.c_str(), o);
+      benchCase("fma x*y+z", fma, in, tag.c_str(), o);
+      benchCase("gelu(x+b)", gelu, in, tag.c_str(), o);
+      benchCase("chain of 6", chain, in, tag.c_str(), o);
     }
     return;
   }
@@ -233,15 +240,7 @@ void memoryBound(DType t, int64_t m, int64_t n, Mode mode) {
   benchCase("add", add, in, tag.c_str());
   benchCase("fma x*y+z", fma, in, tag.c_str());
   benchCase("gelu(x+b)", gelu, in, tag.c_str());
-  benchCase("chain of 6", [&](int64_t rows) {
-    Graph g;
-    Tensor c = g.input("x", t, {rows, n});
-    c = c * 1.5 + 0.25;  // mul, add
-    c = exp(c * -0.5);   // mul, exp
-    c = c * 2.0 - 1.0;   // mul, sub: six ops, as in anchors_pointwise.py
-    g.output("y", c);
-    return g;
-  }, in, tag.c_str());
+  benchCase("chain of 6", chain, in, tag.c_str());
 }
 
 double nowUs() {
@@ -397,8 +396,9 @@ int main(int argc, char** argv) {
   }
   if (what == "sweep") memoryBound(DType::F32, 32768, 4096, Mode::Sweep);
   if (what == "variants") {
-    memoryBound(DType::F32, 32768, 4096, Mode::Variants);
     memoryBound(DType::BF16, 32768, 4096, Mode::Variants);
+    memoryBound(DType::F32, 32768, 4096, Mode::Variants);
+    memoryBound(DType::F32, 1024, 262144, Mode::Variants);
   }
   return 0;
 }

@@ -21,6 +21,37 @@ std::string MlirWriter::integer(int64_t v, const std::string& type) {
   return assign("arith.constant " + std::to_string(v) + " : " + type);
 }
 
+std::string hintedLoad16(MlirWriter& w, const std::string& ptr, const std::string& vt, const std::string& priority,
+                         bool nc) {
+  const std::string ld = std::string(nc ? "ld.global.nc" : "ld.global") + ".L1::" + priority + ".L2::cache_hint";
+  std::string s4 = w.assign("llvm.inline_asm \"{ .reg .b64 kiln_pol; createpolicy.fractional.L2::" + priority +
+                            ".b64 kiln_pol, 1.0; " + ld + ".v4.b32 {$0, $1, $2, $3}, [$4], "
+                            "kiln_pol; }\", \"=r,=r,=r,=r,l\" " + ptr +
+                            " : (!llvm.ptr<1>) -> !llvm.struct<(i32, i32, i32, i32)>");
+  return wordsAsVector(w, s4, vt);
+}
+
+std::string wordsAsVector(MlirWriter& w, const std::string& s4, const std::string& vt) {
+  std::string v4 = w.assign("llvm.mlir.poison : vector<4xi32>");
+  for (int i = 0; i < 4; ++i) {
+    std::string e = w.assign("llvm.extractvalue " + s4 + "[" + std::to_string(i) + "] : !llvm.struct<(i32, i32, i32, i32)>");
+    v4 = w.assign("llvm.insertelement " + e + ", " + v4 + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
+  }
+  return w.assign("llvm.bitcast " + v4 + " : vector<4xi32> to " + vt);
+}
+
+void hintedStore16(MlirWriter& w, const std::string& ptr, const std::string& vec, const std::string& vt,
+                   const std::string& priority) {
+  std::string words = w.assign("llvm.bitcast " + vec + " : " + vt + " to vector<4xi32>");
+  std::string in[4];
+  for (int i = 0; i < 4; ++i)
+    in[i] = w.assign("llvm.extractelement " + words + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
+  w.line("llvm.inline_asm has_side_effects \"{ .reg .b64 kiln_pol; createpolicy.fractional.L2::" + priority +
+         ".b64 kiln_pol, 1.0; st.global.L2::cache_hint.v4.b32 [$0], {$1, $2, $3, $4}, kiln_pol; }\", "
+         "\"l,r,r,r,r,~{memory}\" " + ptr + ", " + in[0] + ", " + in[1] + ", " + in[2] + ", " + in[3] +
+         " : (!llvm.ptr<1>, i32, i32, i32, i32) -> ()");
+}
+
 std::string computeType(DType t) {
   switch (t) {
     case DType::Bool: return "i1";

@@ -62,4 +62,19 @@ std::string computeType(DType t);
 // and i8 for bool.
 std::string storageType(DType t);
 
+// A 16-byte global load of `ptr` (!llvm.ptr<1>) as the vector type `vt`
+// with an eviction priority (`priority`: "evict_first" or "evict_last") in
+// L1 and in L2 (a cache policy made by createpolicy, as ld's
+// .L2::cache_hint takes it): inline PTX, sm_80+ (PTX ISA 7.4). `nc`: the
+// read-only path (ld.global.nc).
+std::string hintedLoad16(MlirWriter& w, const std::string& ptr, const std::string& vt, const std::string& priority,
+                         bool nc);
+// The four i32 results of an inline asm (`s4`, a struct) as one 16-byte
+// vector of the type `vt`.
+std::string wordsAsVector(MlirWriter& w, const std::string& s4, const std::string& vt);
+// A 16-byte global store of `vec` (of the vector type `vt`) to `ptr` with an
+// L2 eviction priority (a createpolicy cache policy): inline PTX, sm_80+.
+void hintedStore16(MlirWriter& w, const std::string& ptr, const std::string& vec, const std::string& vt,
+                   const std::string& priority);
+
 }  // namespace kiln::compiler

@@ -21,7 +21,8 @@ bool isPointwiseOp(Op op) {
 std::string PointwiseConfig::json() const {
   return "{\"threads\": " + std::to_string(threads) + ", \"vector\": " + std::to_string(vector) +
          ", \"unroll\": " + std::to_string(unroll) + ", \"max_blocks\": " + std::to_string(maxBlocks) +
-         ", \"index_bits\": " + (index32 ? "32" : "64") + (nc ? "" : ", \"nc\": 0") + "}";
+         ", \"index_bits\": " + (index32 ? "32" : "64") + (nc ? "" : ", \"nc\": 0") +
+         (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) + "}";
 }
 
 namespace {
@@ -224,8 +225,12 @@ std::string PointwiseEmitter::loadAccess(Region& r, const Access& a, DType dtype
       std::string p = r.w->assign("llvm.getelementptr inbounds " + ptr + "[" + off + "] : (!llvm.ptr<1>, " + it() +
                                   ") -> !llvm.ptr<1>, " + st);
       int align = std::min(16, vector_ * dtypeSize(dtype));
-      vec = r.w->assign("llvm.load " + p + " {alignment = " + std::to_string(align) + " : i64" + loadFlags() + "} : !llvm.ptr<1> -> vector<" +
-                        std::to_string(vector_) + "x" + st + ">");
+      const std::string vt = "vector<" + std::to_string(vector_) + "x" + st + ">";
+      if (cfg_.evict && align == 16)
+        vec = hintedLoad16(*r.w, p, vt, "evict_first", cfg_.nc);
+      else
+        vec = r.w->assign("llvm.load " + p + " {alignment = " + std::to_string(align) + " : i64" + loadFlags() +
+                          "} : !llvm.ptr<1> -> " + vt);
       r.memo[vkey] = vec;
     }
     std::string pos = r.w->integer(lane, "i32");
@@ -389,8 +394,11 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
         for (int l = 0; l < vector_; ++l)
           vec = body.assign("llvm.insertelement " + lanes[l] + ", " + vec + "[" + body.integer(l, "i32") + " : i32] : " + vt);
         int align = std::min(16, vector_ * dtypeSize(dt));
-        body.line("llvm.store " + vec + ", " + p + " {alignment = " + std::to_string(align) + " : i64} : " + vt +
-                  ", !llvm.ptr<1>");
+        if (cfg_.evict == 2 && align == 16)
+          hintedStore16(body, p, vec, vt, "evict_last");
+        else
+          body.line("llvm.store " + vec + ", " + p + " {alignment = " + std::to_string(align) + " : i64} : " + vt +
+                    ", !llvm.ptr<1>");
       }
     }
   };
@@ -686,7 +694,7 @@ std::vector<std::string> pointwiseSpace(const PointwiseGroup& group, const Point
 void applyPointwiseOverride(PointwiseConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "pointwise",
                         "threads: multiple of 32 in [32, 1024]; vector: 1, 2, 4, 8, 16; unroll: 1..16; "
-                        "max_blocks >= 0; index_bits: 32 or 64; nc: 0 or 1",
+                        "max_blocks >= 0; index_bits: 32 or 64; nc: 0 or 1; evict: 0, 1 or 2",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
                           else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8 || v == 16))
@@ -695,9 +703,19 @@ void applyPointwiseOverride(PointwiseConfig& c, const std::string& json) {
                           else if (key == "max_blocks" && v >= 0) c.maxBlocks = v;
                           else if (key == "index_bits" && (v == 32 || v == 64)) c.index32 = v == 32;
                           else if (key == "nc" && (v == 0 || v == 1)) c.nc = v == 1;
+                          else if (key == "evict" && v >= 0 && v <= 2) c.evict = static_cast<int>(v);
                           else return false;
                           return true;
                         });
+}
+
+std::string pointwisePtxFeatures(const PointwiseConfig& config, int sm) {
+  if (!config.evict) return "";
+  if (sm < 80)
+    throw Error("kiln: compile: pointwise config \"evict\": " + std::to_string(config.evict) +
+                " needs L2 cache policies (createpolicy, sm_80 or newer); the target is sm_" + std::to_string(sm));
+  // createpolicy and the loads' .L2::cache_hint need PTX ISA 7.4.
+  return sm < 89 ? "+ptx74" : "";
 }
 
 PointwiseKernel emitPointwise(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& config,

@@ -30,7 +30,13 @@ struct PointwiseConfig {
   // ld.global, as Triton's pointwise kernels load (inputs without
   // attributes; outputs stay no-alias).
   bool nc = true;
-  std::string json() const;
+  // The inputs' 16-byte loads read with evict_first in L1 and L2 (sm_80+):
+  // the lines a kernel only streams through make room first, so the L2
+  // keeps the dirty lines of the outputs (and of whatever ran before)
+  // longer. 1: the loads; 2: the loads, and the outputs' 16-byte stores
+  // with evict_last in L2. 0: no hints.
+  int evict = 0;
+  std::string json() const;  // "nc" only when 0, "evict" only when set
 };
 
 // What the planner hands the schedule.
@@ -43,7 +49,7 @@ struct PointwiseGroup {
 PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options);
 
 // Applies a JSON override (keys: threads, vector, unroll, max_blocks,
-// index_bits); throws kiln::Error naming a bad key or value.
+// index_bits, nc, evict); throws kiln::Error naming a bad key or value.
 void applyPointwiseOverride(PointwiseConfig& c, const std::string& json);
 
 // The schedule's config space around the heuristic's choice `h`: override
@@ -60,6 +66,11 @@ struct PointwiseKernel {
 };
 PointwiseKernel emitPointwise(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& config,
                               const std::string& name, EntryVariants variants = EntryVariants::All);
+
+// The PTX ISA a pointwise kernel of `config` needs beyond the chip's lowest
+// (NVPTX features; empty: the lowest) on the target sm_`sm`; a config the
+// target cannot run (evict before sm_80) is a kiln::Error.
+std::string pointwisePtxFeatures(const PointwiseConfig& config, int sm);
 
 // Whether `op` can be part of a pointwise kernel.
 bool isPointwiseOp(Op op);

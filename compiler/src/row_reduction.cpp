@@ -732,20 +732,6 @@ bool RowEmitter::vectorAccess(const Access& a) const {
   return true;
 }
 
-namespace {
-// The four i32 results of an inline asm (a struct) as a vector of type `vt`
-// (16 bytes).
-std::string wordsAsVector(MlirWriter& w, const std::string& s4, const std::string& vt) {
-  std::string v4 = w.assign("llvm.mlir.poison : vector<4xi32>");
-  for (int i = 0; i < 4; ++i) {
-    std::string e = w.assign("llvm.extractvalue " + s4 + "[" + std::to_string(i) + "] : !llvm.struct<(i32, i32, i32, i32)>");
-    v4 = w.assign("llvm.insertelement " + e + ", " + v4 + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
-  }
-  return w.assign("llvm.bitcast " + v4 + " : vector<4xi32> to " + vt);
-}
-
-}  // namespace
-
 std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot, int lane) {
   const std::string st = storageType(dt);
   std::string p = rowPtr(a, dt);
@@ -781,20 +767,13 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
       int align = std::min(16, vector_ * dtypeSize(dt));
       const std::string vt = "vector<" + std::to_string(vector_) + "x" + st + ">";
       if (!evictHint_.empty() && align == 16 && stagedAccess(a)) {
-        // A row-shaped 16-byte load with an L2 eviction priority (a cache
-        // policy made by createpolicy, as ld's .L2::cache_hint takes it).
-        // The same priority in L1 and L2: with evict_last, the next pass
-        // often finds the row still in L1. Measured on the H200 (2026-12-01,
-        // session 10 call 5, TB/s, L2 hint only -> both): softmax bf16
-        // 32768x4096 3.99 -> 4.16, rmsnorm bf16 4096x32768 4.00 -> 4.09,
-        // rmsnorm f32 4096x32768 (1024 threads x 8) 3.97 -> 4.17.
-        const std::string ld = std::string(cfg_.evict == 2 ? "ld.global" : "ld.global.nc") + ".L1::" + evictHint_ +
-                               ".L2::cache_hint";
-        std::string s4 = w.assign("llvm.inline_asm \"{ .reg .b64 kiln_pol; createpolicy.fractional.L2::" + evictHint_ +
-                                  ".b64 kiln_pol, 1.0; " + ld + ".v4.b32 {$0, $1, $2, $3}, [$4], "
-                                  "kiln_pol; }\", \"=r,=r,=r,=r,l\" " + q +
-                                  " : (!llvm.ptr<1>) -> !llvm.struct<(i32, i32, i32, i32)>");
-        vec = wordsAsVector(w, s4, vt);
+        // A row-shaped 16-byte load with an L2 eviction priority, the same
+        // in L1: with evict_last, the next pass often finds the row still
+        // in L1. Measured on the H200 (2026-12-01, session 10 call 5, TB/s,
+        // L2 hint only -> both): softmax bf16 32768x4096 3.99 -> 4.16,
+        // rmsnorm bf16 4096x32768 4.00 -> 4.09, rmsnorm f32 4096x32768
+        // (1024 threads x 8) 3.97 -> 4.17.
+        vec = hintedLoad16(w, q, vt, evictHint_, cfg_.evict != 2);
       } else {
         vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) + " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> " + vt);
       }
