@@ -169,12 +169,13 @@ const char* kSweep[] = {
 
 // Configs the `variants` mode exports: the heuristic's, Triton's grid
 // (twice the elements per block; unrolled vectors load first), and the
-// inputs' loads with evict_first (`evict` 1), with the outputs' stores
-// evict_last too (`evict` 2). (Sessions 21-22 also measured 256 threads,
-// 64-bit indices, a grid-stride loop, plain loads, four vectors per
-// thread and 8-byte vectors here: none ahead.)
+// outputs' stores with an L2 priority, evict_first (`store_evict` 1) and
+// evict_last (2). (Sessions 21-22 also measured 256 threads, 64-bit
+// indices, a grid-stride loop, plain loads, four vectors per thread and
+// 8-byte vectors here, session 28 call 1 the inputs' loads with evict_first:
+// none ahead.)
 const char* kVariants[] = {
-    "", R"({"unroll": 2})", R"({"evict": 1})", R"({"evict": 2})", R"({"evict": 1, "unroll": 2})", R"({"evict": 1, "nc": 0})",
+    "", R"({"unroll": 2})", R"({"store_evict": 1})", R"({"store_evict": 2})",
 };
 
 enum class Mode { Cases, Sweep, Variants };

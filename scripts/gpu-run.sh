@@ -187,7 +187,7 @@ if [[ " $STAGES " == *" bench "* ]]; then
       "$K/bin/bench_pointwise" 2>&1 | tee "$OUTDIR/bench-pointwise.log" | tee -a "$LOG"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     if [ -n "${KILN_VARIANTS:-}" ]; then
-      # Configs around the heuristic's for x + y and x*y + z, timed next to
+      # Configs around the heuristic's for every case, timed next to
       # torch.compile in rounds (anchors_pointwise.py variants).
       rm -rf "$OUTDIR/kiln-variants" && mkdir -p "$OUTDIR/kiln-variants"
       bounded env KILN_EXPORT_KERNELS="$OUTDIR/kiln-variants" "$K/bin/bench_pointwise" variants 2>&1 \
