@@ -40,6 +40,17 @@ std::string wordsAsVector(MlirWriter& w, const std::string& s4, const std::strin
   return w.assign("llvm.bitcast " + v4 + " : vector<4xi32> to " + vt);
 }
 
+std::string opaqueCopy16(MlirWriter& w, const std::string& vec, const std::string& vt, const std::string& note) {
+  std::string words = w.assign("llvm.bitcast " + vec + " : " + vt + " to vector<4xi32>");
+  std::string in[4];
+  for (int i = 0; i < 4; ++i)
+    in[i] = w.assign("llvm.extractelement " + words + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
+  std::string s4 = w.assign("llvm.inline_asm has_side_effects \"mov.b32 $0, $4; mov.b32 $1, $5; mov.b32 $2, $6; "
+                            "mov.b32 $3, $7; // kiln: " + note + "\", \"=r,=r,=r,=r,r,r,r,r\" " + in[0] + ", " + in[1] +
+                            ", " + in[2] + ", " + in[3] + " : (i32, i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32)>");
+  return wordsAsVector(w, s4, vt);
+}
+
 void hintedStore16(MlirWriter& w, const std::string& ptr, const std::string& vec, const std::string& vt,
                    const std::string& priority) {
   std::string words = w.assign("llvm.bitcast " + vec + " : " + vt + " to vector<4xi32>");

@@ -72,6 +72,10 @@ std::string hintedLoad16(MlirWriter& w, const std::string& ptr, const std::strin
 // The four i32 results of an inline asm (`s4`, a struct) as one 16-byte
 // vector of the type `vt`.
 std::string wordsAsVector(MlirWriter& w, const std::string& s4, const std::string& vt);
+// An opaque copy of the 16-byte vector `vec` (of the type `vt`): four
+// `mov`s in an inline asm with side effects, which LLVM neither removes nor
+// moves across other side effects (`note` goes into its comment).
+std::string opaqueCopy16(MlirWriter& w, const std::string& vec, const std::string& vt, const std::string& note);
 // A 16-byte global store of `vec` (of the vector type `vt`) to `ptr` with an
 // L2 eviction priority (a createpolicy cache policy): inline PTX, sm_80+.
 void hintedStore16(MlirWriter& w, const std::string& ptr, const std::string& vec, const std::string& vt,
