@@ -176,56 +176,6 @@ TEST_CASE("config nc 0 loads inputs with plain ld.global, 16 bytes at a time", "
   for (const compiler::ResourceReport& r : plain.kernels.at(0).resources) CHECK(r.spillStoreBytes == 0);
 }
 
-TEST_CASE("configs evict and store_evict give the inputs' loads and the outputs' stores L2 priorities", "[compile]") {
-  Graph g;
-  Shape s{64, 4096};
-  Tensor x = g.input("x", DType::BF16, s), y = g.input("y", DType::BF16, s);
-  g.output("out", x * y + g.input("z", DType::BF16, s));
-  auto vectorEntry = [](const compiler::CompiledKernel& k) {
-    return k.ptx.substr(0, k.ptx.find(".entry " + k.name + "_s1"));
-  };
-  auto count = [](const std::string& text, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
-  for (const char* chip : {"sm_90", "sm_80"}) {
-    INFO(chip);
-    compiler::CompileOptions o;
-    o.chip = chip;
-    o.configOverride = R"({"evict": 0})";
-    const std::string none = vectorEntry(compiler::compileGraph(g, o).kernels.at(0));
-    CHECK(count(none, "cache_hint") == 0);
-    o.configOverride = R"({"evict": 1})";
-    compiler::CompiledKernel k1 = compiler::compileGraph(g, o).kernels.at(0);
-    const std::string v1 = vectorEntry(k1);
-    CHECK(count(v1, "ld.global.nc.L1::evict_first.L2::cache_hint.v4.b32") == 3);  // each input's 16 bytes
-    CHECK(count(v1, "createpolicy.fractional.L2::evict_first") == 3);
-    CHECK(count(v1, "st.global.L2::cache_hint") == 0);
-    CHECK_THAT(k1.config, Contains("\"evict\": 1"));
-    o.configOverride = R"({"evict": 1, "store_evict": 2, "nc": 0})";
-    compiler::CompiledKernel k2 = compiler::compileGraph(g, o).kernels.at(0);
-    const std::string v2 = vectorEntry(k2);
-    CHECK(count(v2, "ld.global.L1::evict_first.L2::cache_hint.v4.b32") == 3);
-    CHECK(count(v2, "st.global.L2::cache_hint.v4.b32") == 1);
-    CHECK(count(v2, "createpolicy.fractional.L2::evict_last") == 1);
-    o.configOverride = R"({"store_evict": 1})";
-    compiler::CompiledKernel k3 = compiler::compileGraph(g, o).kernels.at(0);
-    const std::string v3 = vectorEntry(k3);
-    CHECK(count(v3, "cache_hint.v4.b32") == 1);  // the store only
-    CHECK(count(v3, "createpolicy.fractional.L2::evict_first.b64 kiln_pol, 1.0; st.global.L2::cache_hint") == 1);
-    for (const compiler::CompiledKernel* k : {&k1, &k2, &k3})
-      for (const compiler::ResourceReport& r : k->resources) CHECK(r.spillStoreBytes == 0);
-  }
-  compiler::CompileOptions old;
-  old.chip = "sm_75";
-  old.configOverride = R"({"evict": 1})";
-  CHECK_THROWS_WITH(compiler::compileGraph(g, old),
-                    Contains("pointwise config \"evict\": 1") && Contains("sm_80") && Contains("sm_75"));
-  old.configOverride = R"({"store_evict": 2})";
-  CHECK_THROWS_WITH(compiler::compileGraph(g, old), Contains("pointwise config \"store_evict\": 2") && Contains("sm_75"));
-}
-
 TEST_CASE("unrolled vectors of a whole chunk issue every load before the first store", "[compile]") {
   // Most 16-byte loads between two stores of the vectorized entry.
   auto loadsBeforeAStore = [](const compiler::CompiledKernel& k) {

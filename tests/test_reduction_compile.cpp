@@ -1008,59 +1008,6 @@ TEST_CASE("held rows fetch the row about 6 MB ahead into the L2", "[compile][red
   CHECK_THAT(compiler::compileGraph(held(DType::BF16, 4096, 32768, false), o).kernels.at(0).config, !Contains("l2_prefetch"));
 }
 
-// pin_shared (session 28): held rows that all start at once (a small batch)
-// load the weights next to the row, before the reductions, instead of
-// where LLVM sinks them (after the shuffles and the block barrier).
-TEST_CASE("held rows that start at once load the weights at the row's start", "[compile][reduction]") {
-  auto norm = [](DType t, int64_t rows, bool layer) {
-    Graph g;
-    Tensor x = g.input("x", t, {rows, 4096});
-    g.output("y", layer ? layernorm(x, g.input("w", t, {4096}), g.input("b", t, {4096}))
-                        : rmsnorm(x, g.input("w", t, {4096})));
-    return g;
-  };
-  const std::string pin = "kiln: shared input at the row's start";
-  compiler::CompileOptions o;
-  for (DType t : {DType::BF16, DType::F32})
-    for (bool layer : {false, true})
-      for (int64_t rows : {1, 64, 512}) {
-        // f32 rows of 4096 take 512 threads: at 64 registers, two blocks an
-        // SM, so 512 rows may need two rounds.
-        if (t == DType::F32 && rows == 512) continue;
-        INFO(dtypeName(t) << (layer ? " layernorm" : " rmsnorm") << " " << rows << " x 4096");
-        o.rowConfigOverride = "";
-        compiler::CompiledKernel k = compiler::compileGraph(norm(t, rows, layer), o).kernels.at(0);
-        checkKernelArtifacts(k);
-        CHECK_THAT(k.config, Contains("\"persistent\": 1") && Contains("\"pin_shared\": 1"));
-        const std::string vec = vectorEntry(k.ptx);
-        const size_t shfl = vec.find("shfl.sync");
-        REQUIRE(shfl != std::string::npos);
-        // Every weight vector's copy (and so its load) before the first shuffle.
-        CHECK(count(vec, pin) > 0);
-        CHECK(vec.rfind(pin) < shfl);
-        for (const compiler::ResourceReport& r : k.resources) CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
-        // Not pinned: no copies (LLVM may then sink the weights' loads past
-        // the reductions: rmsnorm's, session 13).
-        o.rowConfigOverride = R"({"pin_shared": 0})";
-        const std::string vec0 = vectorEntry(compiler::compileGraph(norm(t, rows, layer), o).kernels.at(0).ptx);
-        CHECK(count(vec0, pin) == 0);
-        if (!layer) CHECK(vec0.find("ld.global.nc.v4", vec0.find("shfl.sync")) != std::string::npos);
-      }
-  // Rows for more than one round of blocks (at 64 registers a thread), a
-  // row count known only at launch, softmax (no weights): not set.
-  o.rowConfigOverride = "";
-  CHECK_THAT(compiler::compileGraph(norm(DType::BF16, 1100, false), o).kernels.at(0).config, !Contains("pin_shared"));
-  Graph dyn;
-  dyn.output("y", rmsnorm(dyn.input("x", DType::BF16, {"M", 4096}), dyn.input("w", DType::BF16, {4096})));
-  CHECK_THAT(compiler::compileGraph(dyn, o).kernels.at(0).config, !Contains("pin_shared"));
-  Graph sm;
-  sm.output("y", softmax(sm.input("x", DType::BF16, {512, 4096})));
-  CHECK_THAT(compiler::compileGraph(sm, o).kernels.at(0).config, !Contains("pin_shared"));
-  // Looped rows drop it.
-  o.rowConfigOverride = R"({"persistent": 0, "pin_shared": 1})";
-  CHECK_THAT(compiler::compileGraph(norm(DType::BF16, 512, false), o).kernels.at(0).config, !Contains("pin_shared"));
-}
-
 // Rows of 8192 and 16384 values (session 25 call 7): heavy rows (exps, a
 // variance) that one step of 512 threads would cover loop at 256 threads
 // in two steps (at 512 their one step took 68-77 registers: one block per

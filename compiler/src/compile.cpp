@@ -344,9 +344,8 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     } else if (kp.kind == KernelPlan::Kind::Pointwise) {
       PointwiseGroup group = pointwiseGroupOf(kp);
       PointwiseConfig cfg = pointwiseConfigOf(kp, group, options, i);
-      const std::string features = pointwisePtxFeatures(cfg, smNumber(options.chip));
       PointwiseKernel pk = emitPointwise(kp.graph, group, cfg, name, options.variants);
-      k = build(name, std::move(pk.mlir), std::move(pk.kernel), features);
+      k = build(name, std::move(pk.mlir), std::move(pk.kernel));
     } else {
       const int sm = smNumber(options.chip);
       std::string rowPtx;  // the last build's PTX

@@ -51,18 +51,6 @@ std::string opaqueCopy16(MlirWriter& w, const std::string& vec, const std::strin
   return wordsAsVector(w, s4, vt);
 }
 
-void hintedStore16(MlirWriter& w, const std::string& ptr, const std::string& vec, const std::string& vt,
-                   const std::string& priority) {
-  std::string words = w.assign("llvm.bitcast " + vec + " : " + vt + " to vector<4xi32>");
-  std::string in[4];
-  for (int i = 0; i < 4; ++i)
-    in[i] = w.assign("llvm.extractelement " + words + "[" + w.integer(i, "i32") + " : i32] : vector<4xi32>");
-  w.line("llvm.inline_asm has_side_effects \"{ .reg .b64 kiln_pol; createpolicy.fractional.L2::" + priority +
-         ".b64 kiln_pol, 1.0; st.global.L2::cache_hint.v4.b32 [$0], {$1, $2, $3, $4}, kiln_pol; }\", "
-         "\"l,r,r,r,r,~{memory}\" " + ptr + ", " + in[0] + ", " + in[1] + ", " + in[2] + ", " + in[3] +
-         " : (!llvm.ptr<1>, i32, i32, i32, i32) -> ()");
-}
-
 std::string computeType(DType t) {
   switch (t) {
     case DType::Bool: return "i1";

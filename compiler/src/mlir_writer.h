@@ -76,9 +76,5 @@ std::string wordsAsVector(MlirWriter& w, const std::string& s4, const std::strin
 // `mov`s in an inline asm with side effects, which LLVM neither removes nor
 // moves across other side effects (`note` goes into its comment).
 std::string opaqueCopy16(MlirWriter& w, const std::string& vec, const std::string& vt, const std::string& note);
-// A 16-byte global store of `vec` (of the vector type `vt`) to `ptr` with an
-// L2 eviction priority (a createpolicy cache policy): inline PTX, sm_80+.
-void hintedStore16(MlirWriter& w, const std::string& ptr, const std::string& vec, const std::string& vt,
-                   const std::string& priority);
 
 }  // namespace kiln::compiler

@@ -21,9 +21,7 @@ bool isPointwiseOp(Op op) {
 std::string PointwiseConfig::json() const {
   return "{\"threads\": " + std::to_string(threads) + ", \"vector\": " + std::to_string(vector) +
          ", \"unroll\": " + std::to_string(unroll) + ", \"max_blocks\": " + std::to_string(maxBlocks) +
-         ", \"index_bits\": " + (index32 ? "32" : "64") + (nc ? "" : ", \"nc\": 0") +
-         (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) +
-         (storeEvict ? ", \"store_evict\": " + std::to_string(storeEvict) : std::string()) + "}";
+         ", \"index_bits\": " + (index32 ? "32" : "64") + (nc ? "" : ", \"nc\": 0") + "}";
 }
 
 namespace {
@@ -226,12 +224,8 @@ std::string PointwiseEmitter::loadAccess(Region& r, const Access& a, DType dtype
       std::string p = r.w->assign("llvm.getelementptr inbounds " + ptr + "[" + off + "] : (!llvm.ptr<1>, " + it() +
                                   ") -> !llvm.ptr<1>, " + st);
       int align = std::min(16, vector_ * dtypeSize(dtype));
-      const std::string vt = "vector<" + std::to_string(vector_) + "x" + st + ">";
-      if (cfg_.evict && align == 16)
-        vec = hintedLoad16(*r.w, p, vt, "evict_first", cfg_.nc);
-      else
-        vec = r.w->assign("llvm.load " + p + " {alignment = " + std::to_string(align) + " : i64" + loadFlags() +
-                          "} : !llvm.ptr<1> -> " + vt);
+      vec = r.w->assign("llvm.load " + p + " {alignment = " + std::to_string(align) + " : i64" + loadFlags() + "} : !llvm.ptr<1> -> vector<" +
+                        std::to_string(vector_) + "x" + st + ">");
       r.memo[vkey] = vec;
     }
     std::string pos = r.w->integer(lane, "i32");
@@ -395,11 +389,8 @@ std::string PointwiseEmitter::emitKernel(const std::string& entry, int vector) {
         for (int l = 0; l < vector_; ++l)
           vec = body.assign("llvm.insertelement " + lanes[l] + ", " + vec + "[" + body.integer(l, "i32") + " : i32] : " + vt);
         int align = std::min(16, vector_ * dtypeSize(dt));
-        if (cfg_.storeEvict && align == 16)
-          hintedStore16(body, p, vec, vt, cfg_.storeEvict == 1 ? "evict_first" : "evict_last");
-        else
-          body.line("llvm.store " + vec + ", " + p + " {alignment = " + std::to_string(align) + " : i64} : " + vt +
-                    ", !llvm.ptr<1>");
+        body.line("llvm.store " + vec + ", " + p + " {alignment = " + std::to_string(align) + " : i64} : " + vt +
+                  ", !llvm.ptr<1>");
       }
     }
   };
@@ -695,7 +686,7 @@ std::vector<std::string> pointwiseSpace(const PointwiseGroup& group, const Point
 void applyPointwiseOverride(PointwiseConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "pointwise",
                         "threads: multiple of 32 in [32, 1024]; vector: 1, 2, 4, 8, 16; unroll: 1..16; "
-                        "max_blocks >= 0; index_bits: 32 or 64; nc: 0 or 1; evict: 0 or 1; store_evict: 0, 1 or 2",
+                        "max_blocks >= 0; index_bits: 32 or 64; nc: 0 or 1",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
                           else if (key == "vector" && (v == 1 || v == 2 || v == 4 || v == 8 || v == 16))
@@ -704,21 +695,9 @@ void applyPointwiseOverride(PointwiseConfig& c, const std::string& json) {
                           else if (key == "max_blocks" && v >= 0) c.maxBlocks = v;
                           else if (key == "index_bits" && (v == 32 || v == 64)) c.index32 = v == 32;
                           else if (key == "nc" && (v == 0 || v == 1)) c.nc = v == 1;
-                          else if (key == "evict" && (v == 0 || v == 1)) c.evict = static_cast<int>(v);
-                          else if (key == "store_evict" && v >= 0 && v <= 2) c.storeEvict = static_cast<int>(v);
                           else return false;
                           return true;
                         });
-}
-
-std::string pointwisePtxFeatures(const PointwiseConfig& config, int sm) {
-  if (!config.evict && !config.storeEvict) return "";
-  if (sm < 80)
-    throw Error(std::string("kiln: compile: pointwise config \"") + (config.evict ? "evict" : "store_evict") + "\": " +
-                std::to_string(config.evict ? config.evict : config.storeEvict) +
-                " needs L2 cache policies (createpolicy, sm_80 or newer); the target is sm_" + std::to_string(sm));
-  // createpolicy and .L2::cache_hint need PTX ISA 7.4.
-  return sm < 89 ? "+ptx74" : "";
 }
 
 PointwiseKernel emitPointwise(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& config,

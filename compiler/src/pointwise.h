@@ -30,15 +30,7 @@ struct PointwiseConfig {
   // ld.global, as Triton's pointwise kernels load (inputs without
   // attributes; outputs stay no-alias).
   bool nc = true;
-  // The inputs' 16-byte loads read with evict_first in L1 and L2 (sm_80+).
-  // Measured on the H200 (2026-12-02, session 28 call 1, next to
-  // torch.compile): 2-7% slower on every case (x+y bf16 189.4 -> 197.0 us,
-  // x*y+z f32 489.4 -> 517.3). 0: no hints (the heuristic's).
-  int evict = 0;
-  // The outputs' 16-byte stores with an L2 eviction priority (sm_80+):
-  // 1 evict_first, 2 evict_last. 0: none (the heuristic's).
-  int storeEvict = 0;
-  std::string json() const;  // "nc" only when 0, "evict" and "store_evict" only when set
+  std::string json() const;  // "nc" only when 0
 };
 
 // What the planner hands the schedule.
@@ -51,7 +43,7 @@ struct PointwiseGroup {
 PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options);
 
 // Applies a JSON override (keys: threads, vector, unroll, max_blocks,
-// index_bits, nc, evict, store_evict); throws kiln::Error naming a bad key or value.
+// index_bits, nc); throws kiln::Error naming a bad key or value.
 void applyPointwiseOverride(PointwiseConfig& c, const std::string& json);
 
 // The schedule's config space around the heuristic's choice `h`: override
@@ -68,11 +60,6 @@ struct PointwiseKernel {
 };
 PointwiseKernel emitPointwise(const Graph& g, const PointwiseGroup& group, const PointwiseConfig& config,
                               const std::string& name, EntryVariants variants = EntryVariants::All);
-
-// The PTX ISA a pointwise kernel of `config` needs beyond the chip's lowest
-// (NVPTX features; empty: the lowest) on the target sm_`sm`; a config the
-// target cannot run (L2 hints before sm_80) is a kiln::Error.
-std::string pointwisePtxFeatures(const PointwiseConfig& config, int sm);
 
 // Whether `op` can be part of a pointwise kernel.
 bool isPointwiseOp(Op op);

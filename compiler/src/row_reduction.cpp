@@ -29,8 +29,7 @@ std::string RowConfig::json() const {
          (maxBlocks > 0 ? ", \"max_blocks\": " + std::to_string(maxBlocks) : std::string()) +
          (split > 1 ? ", \"split\": " + std::to_string(split) : std::string()) +
          (oneStep > 0 ? ", \"one_step\": " + std::to_string(oneStep) : std::string()) +
-         (l2Prefetch > 0 ? ", \"l2_prefetch\": " + std::to_string(l2Prefetch) : std::string()) +
-         (pinShared ? ", \"pin_shared\": 1" : "") + "}";
+         (l2Prefetch > 0 ? ", \"l2_prefetch\": " + std::to_string(l2Prefetch) : std::string()) + "}";
 }
 
 namespace {
@@ -206,7 +205,6 @@ class RowEmitter {
   // level passes
   void levelPersistent(int level, int chunks, const std::vector<std::string>& valid);
   void reholdNarrow(MlirWriter& w, int pass);
-  void pinSharedLoads(MlirWriter& w, int chunks);
   // min_blocks applies to the config's widest entry only: the narrower
   // fallbacks (unaligned pointers) hold a 16-bit value per register and
   // would spill under its register cap.
@@ -984,23 +982,6 @@ void RowEmitter::reholdNarrow(MlirWriter& w, int pass) {
     auto t = loadDtype_.find(key);
     if (t == loadDtype_.end() || (t->second != DType::BF16 && t->second != DType::F16)) continue;
     vec = opaqueCopy16(w, vec, "vector<8x" + storageType(t->second) + ">", "held row, pass " + std::to_string(pass));
-  }
-}
-
-// pin_shared (RowConfig::pinShared): each 16-byte vector of a shared input
-// (a weight) the held row loaded is copied at once by a `mov` with side
-// effects, which LLVM cannot move, so the load stays before it.
-void RowEmitter::pinSharedLoads(MlirWriter& w, int chunks) {
-  for (const auto& [key, a] : accesses_) {
-    if (a.strides[k_ - 1].isZero() || !vectorAccess(a) || perRowAccess(a)) continue;
-    const DType dt = g_.node(a.node).dtype;
-    if (vector_ * dtypeSize(dt) != 16) continue;
-    for (int j = 0; j < chunks; ++j) {
-      auto it = loadMemo_.find("vload:" + a.key() + ":" + std::to_string(j));
-      if (it == loadMemo_.end()) continue;
-      it->second = opaqueCopy16(w, it->second, "vector<" + std::to_string(vector_) + "x" + storageType(dt) + ">",
-                                "shared input at the row's start");
-    }
   }
 }
 
@@ -2137,7 +2118,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRowAccess(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
     evictHint_.clear();
-    if (cfg_.pinShared && sharedFirst && !asTail_) pinSharedLoads(row, chunks);
     if (prefetching)
       emitPrefetchNext(row, row.assign("arith.addi " + r_ + ", " + loopStep + " : i64"), rowsValue);
     if (loopRows) loadFlags_.clear();
@@ -3204,21 +3184,6 @@ int64_t rowCountOf(const Shape& d) {
   return rows;
 }
 
-// Whether an input of `g` is shared by every row and read along it (a
-// weight: [N] or [1, ..., N] against the domain's [..., N]).
-bool hasSharedRowInput(const Graph& g) {
-  const Shape d = domainOf(g);
-  if (d.size() < 2) return false;
-  for (int id : g.params()) {
-    const Node& n = g.node(id);
-    if (n.op != Op::Input || n.shape.empty() || !(n.shape.back() == d.back())) continue;
-    bool shared = true;
-    for (size_t a = 0; a + 1 < n.shape.size(); ++a) shared = shared && isUnit(n.shape[a]);
-    if (shared) return true;
-  }
-  return false;
-}
-
 // The rows about kL2AheadBytes of row-shaped inputs make (at least 1), or
 // 0 where the rows are known to be that few or fewer, or the row length is
 // dynamic.
@@ -3252,11 +3217,6 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   const int64_t rows = rowCountOf(domainOf(g));
   const int64_t twoRounds = 2 * static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / c.threads);
   if (rows == 0 || rows > twoRounds) c.l2Prefetch = l2AheadRows(g);
-  // Rows that all start at once (one round of blocks even at 64 registers
-  // a thread) keep their weights' loads at the row's start (pin_shared):
-  // every block finds the weights where the row is, in DRAM after a flush.
-  const int64_t perSm = std::min(kMaxThreadsPerSm / c.threads, kRegistersPerSm / (c.threads * 64));
-  if (rows > 0 && rows <= static_cast<int64_t>(options.smCount) * perSm && hasSharedRowInput(g)) c.pinShared = true;
   return c;
 }
 
@@ -3299,12 +3259,10 @@ static void addStaged(const Graph& g, const RowConfig& h, int sm, const AddConfi
 std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   std::vector<std::string> out;
   // Held rows of one block a row fetch ahead into the L2 as the
-  // heuristic's held row does (RowConfig::l2Prefetch), at its distance,
-  // and pin the weights' loads where it does (RowConfig::pinShared).
+  // heuristic's held row does (RowConfig::l2Prefetch), at its distance.
   auto add = [&](const RowConfig& given) {
     RowConfig c = given;
     if (h.l2Prefetch > 0 && heldOneRowPerBlock(c) && c.l2Prefetch == 0) c.l2Prefetch = h.l2Prefetch;
-    if (h.pinShared && heldOneRowPerBlock(c)) c.pinShared = true;
     std::string j = c.json();
     if (std::find(out.begin(), out.end(), j) == out.end()) out.push_back(std::move(j));
   };
@@ -3459,7 +3417,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                         "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1; "
                         "lanes: 1, 2, 4, 8, 16; max_blocks: >= 0 (row loops); split: power of two <= 1024; welford: 0 or 1; "
                         "one_step: 0 or a power of two <= 16 (dynamic row lengths); l2_prefetch: rows ahead, 0..1048576 "
-                        "(held rows, sm_80+); pin_shared: 0 or 1 (held rows)",
+                        "(held rows, sm_80+)",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -3479,7 +3437,6 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "welford" && (v == 0 || v == 1)) c.welford = v == 1;
                           else if (key == "one_step" && (v == 0 || (isPow2(v) && v <= 16))) c.oneStep = static_cast<int>(v);
                           else if (key == "l2_prefetch" && v >= 0 && v <= (int64_t{1} << 20)) c.l2Prefetch = v;
-                          else if (key == "pin_shared" && (v == 0 || v == 1)) c.pinShared = v == 1;
                           else return false;
                           return true;
                         });
@@ -3598,8 +3555,6 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
     throw Error("kiln: compile: row_reduction config \"l2_prefetch\": " + std::to_string(c.l2Prefetch) +
                 " needs L2 prefetches with eviction priorities (sm_80 or newer); the target is sm_" + std::to_string(sm));
   if (c.l2Prefetch > 0 && (!heldOneRowPerBlock(c) || c.plainRowLoop)) c.l2Prefetch = 0;
-  // pin_shared (see RowConfig::pinShared): the same held rows.
-  if (c.pinShared && (!heldOneRowPerBlock(c) || c.plainRowLoop)) c.pinShared = false;
   if (tail) {
     // The tail runs on one block's threads (a power of two for its tree),
     // after every block's rows: clusters loop over rows, nothing is staged

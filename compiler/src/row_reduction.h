@@ -121,15 +121,7 @@ struct RowConfig {
   // or two held rows per SM allow. 0: none. The heuristic's distance is
   // about 6 MB of rows (farther, the L2 drops them before they are read).
   int64_t l2Prefetch = 0;
-  // Held form, one row per block, no row loop: the 16-byte loads of the
-  // inputs every row shares (weights) stay at the row's start, next to the
-  // row's own loads, instead of where LLVM sinks them (their first use,
-  // after the reductions): for kernels whose rows all start at once, whose
-  // blocks all find the weights in DRAM (after an L2 flush, or once per
-  // launch in a larger program), one DRAM round trip instead of two in a
-  // row. Costs their registers through the reductions.
-  bool pinShared = false;
-  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "welford" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1, "one_step" only when > 0, "l2_prefetch" only when > 0, "pin_shared" only when set
+  std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "welford" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1, "one_step" only when > 0, "l2_prefetch" only when > 0
 };
 
 // An SM of sm_90 (and of every chip kiln targets so far): 65536 registers,
@@ -158,7 +150,7 @@ constexpr int64_t kDynamicRowBytes128 = 16 << 10, kDynamicRowBytes256 = 32 << 10
 
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,
-// persistent (0/1), unroll, cluster (1, 2, 4, 8), row_loop (0/1), stage (0/1), prefetch (0/1), evict (0, 1, 2), min_blocks (0..32), lanes (1, 2, 4, 8, 16), split (1..1024, powers of two), one_step (0, 1, 2, 4, 8, 16), l2_prefetch (0..1048576), pin_shared (0/1)); throws kiln::Error naming a
+// persistent (0/1), unroll, cluster (1, 2, 4, 8, 16), row_loop (0/1), stage (0/1), prefetch (0, 1, 2), evict (0, 1, 2), min_blocks (0..32), resident (0/1), welford (0/1), lanes (1, 2, 4, 8, 16), max_blocks, split (1..1024, powers of two), one_step (0, 1, 2, 4, 8, 16), l2_prefetch (0..1048576)); throws kiln::Error naming a
 // bad key or value.
 void applyRowOverride(RowConfig& c, const std::string& json);
 
