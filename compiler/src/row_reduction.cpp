@@ -3321,12 +3321,25 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
       // (short rows; light 16-bit rows of 64 values per thread): the held
       // form at every block size that holds it (at most 64 values per
       // thread), and the loop with L2 hints at 128 to 512 threads.
+      // Each also with the L2 fetch ahead (l2_prefetch) where the rows
+      // outnumber its distance: held rows of 4096 values at 32768 rows,
+      // against the heuristic's loop (2026-12-02, session 28 call 5, us, two
+      // rounds): softmax f32 at 512 threads 254.5, 254.4 -> 252.9, 252.5;
+      // rmsnorm f32 at 512 253.6, 253.9 -> 252.4, 253.0; rmsnorm bf16 at
+      // 256 130.0, 130.3 -> 129.3, 129.1; layernorm bf16 and residual +
+      // rmsnorm slower, the others level.
+      const int64_t ahead = l2AheadRows(g);
       for (int t = 64; t <= 1024; t *= 2) {
         RowConfig c;
         c.vector = h.vector;
         c.persistent = true;
         c.threadsPerRow = c.threads = t;
-        if ((vecs + t - 1) / t * h.vector <= 64 && t / 2 < vecs) add(c);
+        if ((vecs + t - 1) / t * h.vector > 64 || t / 2 >= vecs) continue;
+        add(c);
+        if (ahead > 0 && sm >= 80) {
+          c.l2Prefetch = ahead;
+          add(c);
+        }
       }
       // Both load paths (rmsnorm f32 32768x4096 at 512 x 2: 4.03 TB/s on
       // ld.global.nc, 4.23 on ld.global; session 10 calls 5-6), and 1024
