@@ -304,19 +304,25 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None
             report(op, "torch.compile", back_to_back(lambda: c(*args)), nbytes, NOFLUSH, flushed=False)
             report(op, "torch.compile", graph_replay(lambda: c(*args)), nbytes, GRAPH, flushed=False, graph=True)
             kernel_time_report(op, "torch.compile", lambda: c(*args), nbytes)
-    if kiln is not None and names is not None and op in kiln.by_op:
+    # kiln's exported kernel of the case, and every exported variant of it
+    # (bench_reduction under KILN_ROW_CONFIG exports "<op> <override>";
+    # several runs may export into one folder): "kiln" / "kiln <override>".
+    for v in (kiln.variants(op) if kiln is not None and names is not None else []):
+        suffix = v[len(op):].strip()
+        label = "kiln" + (" " + suffix if suffix else "")
         tensors = dict(zip(names, args))
-        outs = kiln.outputs(op)
+        outs = kiln.outputs(v)
         tensors.update(outs)
-        launch = kiln.launcher(op, tensors)
+        launch = kiln.launcher(v, tensors)
         launch(); torch.cuda.synchronize()
         ref = eager_fn(*[a.float() if a.is_floating_point() else a for a in args])
         ref = ref if isinstance(ref, tuple) else (ref,)
-        err = max((o.float() - r.float()).abs().max().item() for o, r in zip(kiln.results(op, outs), ref))
-        report(op, "kiln (do_bench)", bench(launch), nbytes, f"(max abs err {err:.1e}; kiln's exported cubin)")
+        err = max((o.float() - r.float()).abs().max().item() for o, r in zip(kiln.results(v, outs), ref))
+        report(op, "kiln (do_bench)" + (" " + suffix if suffix else ""), bench(launch), nbytes,
+               f"(max abs err {err:.1e}; kiln's exported cubin)")
         if small:
-            report(op, "kiln", graph_replay(launch), nbytes, GRAPH, flushed=False, graph=True)
-            kernel_time_report(op, "kiln", launch, nbytes, keep=(args, outs))
+            report(op, label, graph_replay(launch), nbytes, GRAPH, flushed=False, graph=True)
+            kernel_time_report(op, label, launch, nbytes, keep=(args, outs))
     if triton_fn is not None:
         out = triton_fn(*args)
         ref = eager_fn(*[a.float() for a in args]).float()
