@@ -52,12 +52,7 @@ def run(M, N, dtype):
         t0 = time.perf_counter(); want = c(*args); torch.cuda.synchronize(); cold = time.perf_counter() - t0
         report(op, "torch.compile", do_bench(lambda: c(*args), warmup=25, rep=200, return_mode="median"), nbytes,
                f"(cold compile {cold:.1f} s)")
-        launch = None
-        if kiln is not None:
-            tensors = dict(zip(names, args))
-            outs = kiln.outputs(op)
-            tensors.update(outs)
-            launch = kiln.launcher(op, tensors)
+        launch, outs = kiln.bind(op, names, args) if kiln is not None else (None, {})
         if launch is not None:
             launch(); torch.cuda.synchronize()
             out = next(iter(outs.values()))
@@ -79,10 +74,7 @@ def variants(M, N, dtype, rounds=3):
         want = c(*args)
         timed = {"torch.compile": lambda: c(*args)}
         for v in kiln.variants(op):
-            tensors = dict(zip(names, args))
-            outs = kiln.outputs(v)
-            tensors.update(outs)
-            launch = kiln.launcher(v, tensors)
+            launch, outs = kiln.bind(v, names, args)
             launch(); torch.cuda.synchronize()
             err = (next(iter(outs.values())).float() - want.float()).abs().max().item()
             label = "kiln " + (v[len(op):].strip() or "(heuristic)")

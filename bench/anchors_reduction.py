@@ -308,21 +308,16 @@ def run_case(op, eager_fn, args, nbytes, triton_fn=None, small=False, names=None
     # (bench_reduction under KILN_ROW_CONFIG exports "<op> <override>";
     # several runs may export into one folder): "kiln" / "kiln <override>".
     for v in (kiln.variants(op) if kiln is not None and names is not None else []):
-        suffix = v[len(op):].strip()
-        label = "kiln" + (" " + suffix if suffix else "")
-        tensors = dict(zip(names, args))
-        outs = kiln.outputs(v)
-        tensors.update(outs)
-        launch = kiln.launcher(v, tensors)
+        override = v[len(op):]  # "" or " {...}"
+        launch, outs = kiln.bind(v, names, args)
         launch(); torch.cuda.synchronize()
         ref = eager_fn(*[a.float() if a.is_floating_point() else a for a in args])
         ref = ref if isinstance(ref, tuple) else (ref,)
         err = max((o.float() - r.float()).abs().max().item() for o, r in zip(kiln.results(v, outs), ref))
-        report(op, "kiln (do_bench)" + (" " + suffix if suffix else ""), bench(launch), nbytes,
-               f"(max abs err {err:.1e}; kiln's exported cubin)")
+        report(op, "kiln (do_bench)" + override, bench(launch), nbytes, f"(max abs err {err:.1e}; kiln's exported cubin)")
         if small:
-            report(op, label, graph_replay(launch), nbytes, GRAPH, flushed=False, graph=True)
-            kernel_time_report(op, label, launch, nbytes, keep=(args, outs))
+            report(op, "kiln" + override, graph_replay(launch), nbytes, GRAPH, flushed=False, graph=True)
+            kernel_time_report(op, "kiln" + override, launch, nbytes, keep=(args, outs))
     if triton_fn is not None:
         out = triton_fn(*args)
         ref = eager_fn(*[a.float() for a in args]).float()

@@ -47,6 +47,14 @@ class KilnKernels:
         ws = {t["name"] for t in self.by_op.get(op, {}).get("tensors", []) if t.get("workspace")}
         return [v for name, v in outs.items() if name not in ws]
 
+    def bind(self, op, names, args):
+        """`op`'s launch on `args` (its inputs, by `names`) and fresh outputs:
+        (launch, outputs by name); launch is None when `op` was not exported."""
+        outs = self.outputs(op)
+        tensors = dict(zip(names, args))
+        tensors.update(outs)
+        return self.launcher(op, tensors), outs
+
     def launcher(self, op, tensors):
         """A function launching `op`'s kernel on `tensors` (by name), or None."""
         k = self.by_op.get(op)
