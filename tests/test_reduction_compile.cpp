@@ -788,6 +788,45 @@ TEST_CASE("held rows with the next row prefetched by bulk copies or by each thre
   }
 }
 
+TEST_CASE("the prefetch form keeps weights in shared memory next to the next row while both fit", "[compile][reduction]") {
+  // layernorm f32 at 262144: a block of a cluster of 16 prefetches 64 KiB of
+  // its next row and keeps its 64 KiB of w and of b; in a cluster of 8 its
+  // 128 KiB of row leave no room for either (200 KiB in all).
+  Graph g;
+  g.output("y", layernorm(g.input("x", DType::F32, {"N", 262144}), g.input("w", DType::F32, {262144}),
+                          g.input("b", DType::F32, {262144})));
+  auto build = [&](int cluster) {
+    compiler::CompileOptions o;
+    o.rowConfigOverride = "{\"persistent\": 1, \"prefetch\": 1, \"min_blocks\": 0, \"threads_per_row\": 512, \"cluster\": " +
+                          std::to_string(cluster) + "}";
+    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    REQUIRE(cg.kernels.size() == 1);
+    return cg.kernels[0];
+  };
+  auto vectorEntry = [](const compiler::CompiledKernel& k) {
+    const std::string from = k.ptx.substr(k.ptx.find(".entry " + k.name + "_v4"));
+    return from.substr(0, from.find(".entry ", 1));
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const int64_t kib = 1024;
+  compiler::CompiledKernel c16 = build(16);
+  checkKernelArtifacts(c16);
+  CHECK(c16.launch.sharedBytes >= 16 + 64 * kib + 2 * 64 * kib);
+  // Per thread of 512: 8 vectors each of x (from the copy), w and b out of
+  // shared memory; w's and b's 8 vectors each loaded once, before the loop.
+  const std::string v16 = vectorEntry(c16);
+  CHECK(count(v16, "ld.shared.v4") == 24);
+  CHECK(count(v16, "ld.global.nc.v4") == 16);
+  compiler::CompiledKernel c8 = build(8);  // (64 values a thread and w, b from L2: it spills, so not a form to use)
+  CHECK(c8.launch.sharedBytes < 16 + 128 * kib + 128 * kib);
+  const std::string v8 = vectorEntry(c8);
+  CHECK(count(v8, "ld.shared.v4") == 16);  // x only
+}
+
 TEST_CASE("min_blocks asks ptxas for that many blocks per SM, at most an SM's 2048 threads", "[compile][reduction]") {
   Graph g;
   g.output("y", rmsnorm(g.input("x", DType::F32, {"N", 4096}), g.input("w", DType::F32, {4096})));

@@ -59,7 +59,8 @@ constexpr int64_t kMaxStagedRowBytes = 112 * 1024;
 // The prefetch form copies at most this many bytes of a block's next row:
 // one block per SM, with room left for the trees and a cluster's exchange.
 constexpr int64_t kMaxPrefetchBytes = 200 * 1024;
-// Row-invariant inputs (weights) a held row loop keeps in shared memory.
+// Row-invariant inputs (weights) a held row loop keeps in shared memory,
+// together with the prefetch form's next row where it has one.
 constexpr int64_t kMaxResidentBytes = 200 * 1024;
 // Stands for a cluster row loop's span of block-tree slots (i64 entries) in
 // an entry's text until the entry is written (see emitEntry).
@@ -1540,19 +1541,25 @@ void RowEmitter::planStaging() {
 
 // Which row-invariant accesses a held row loop keeps in shared memory:
 // 16-byte vectors of the block's part of the row, as many as fit next to
-// the exchange region and the trees (none when rows are staged there).
+// the exchange region, the trees and the prefetch form's next row (whose
+// bytes count against the same budget). Not next to prefetch 2's rows:
+// each thread's copies hold their addresses (residual + rmsnorm f32 at
+// 32768, clusters of 2, spilled 88 bytes with its weight resident).
 void RowEmitter::planResident() {
   resident_.clear();
   residentBytes_ = 0;
   const bool loopRows = cfg_.loopsRows() || cfg_.prefetch;
-  if (!cfg_.resident || !cfg_.persistent || !loopRows || !staged_.empty() || cfg_.vector <= 1 || dom_[k_ - 1].isDynamic()) return;
+  if (!cfg_.resident || !cfg_.persistent || !loopRows || cfg_.stage || cfg_.prefetch == 2 || cfg_.vector <= 1 ||
+      dom_[k_ - 1].isDynamic())
+    return;
   vector_ = cfg_.vector;
   const int64_t N = dom_[k_ - 1].size / cfg_.cluster;
+  // Blocks asked to share an SM (min_blocks) share its shared memory too.
+  const int64_t budget = (kMaxResidentBytes - (staged_.empty() ? 0 : 16 + stagedBytes_)) / std::max(1, cfg_.minBlocks);
   for (const auto& [key, a] : accesses_) {
     if (!vector16Access(a) || perRowAccess(a)) continue;
     const int64_t bytes = (N * dtypeSize(g_.node(a.node).dtype) + 15) / 16 * 16;
-    // Blocks asked to share an SM (min_blocks) share its shared memory too.
-    if (residentBytes_ + bytes > kMaxResidentBytes / std::max(1, cfg_.minBlocks)) continue;
+    if (residentBytes_ + bytes > budget) continue;
     resident_[key] = residentBytes_;
     residentBytes_ += bytes;
   }
