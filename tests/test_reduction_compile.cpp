@@ -1212,10 +1212,21 @@ TEST_CASE("the heuristic's forms for rows of 4096", "[compile][reduction]") {
   looped(configOf(32768, DType::BF16, 3), 512, 1);
   looped(configOf(32768, DType::F32, 2), 256, 4);
   looped(configOf(Dim("N"), DType::BF16, 1), 256, 2);
-  looped(configOf(32768, DType::F32, 0), 256, 4);  // heavy f32 rows: 4 vectors
-  // A light f32 row: 2 vectors on the coherent path (evict 2).
-  CHECK_THAT(configOf(32768, DType::F32, 1), Contains("\"evict\": 2") && Contains("\"threads_per_row\": 512,") &&
-                                                 Contains("\"unroll\": 2,") && Contains("\"persistent\": 0"));
+  // f32 softmax and rmsnorm (one input, written back, no variance) over
+  // many rows: held at 512 threads, the L2 fetching about 6 MB of rows
+  // (384 rows of 16 KB) ahead.
+  for (int op : {0, 1}) {
+    const std::string held = configOf(32768, DType::F32, op);
+    INFO(held);
+    CHECK_THAT(held, Contains("\"persistent\": 1") && Contains("\"threads_per_row\": 512,") &&
+                         Contains("\"l2_prefetch\": 384") && !Contains("evict"));
+  }
+  // Too few rows for the fetch ahead (2 rounds of 4 blocks on 132 SMs):
+  // loops, the light row on the coherent path (evict 2), the heavy one at
+  // 4 vectors.
+  CHECK_THAT(configOf(1000, DType::F32, 1), Contains("\"evict\": 2") && Contains("\"threads_per_row\": 512,") &&
+                                                Contains("\"unroll\": 2,") && Contains("\"persistent\": 0"));
+  looped(configOf(Dim("N"), DType::F32, 0), 256, 4);
   for (int64_t rows : {1, 64, 512})
     for (int op = 0; op < 4; ++op) {
       CHECK_THAT(configOf(rows, DType::BF16, op), Contains("\"persistent\": 1"));

@@ -3015,6 +3015,23 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
     const bool fewRows = staticRows >= 0 && t > 0 && staticRows < static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / t);
     const bool loopable = N % span == 0 && isPow2(t) && t >= 128 && t <= 512;
     heldForFewRows = loopable && fewRows;
+    // An f32 row of 4096 values of one input, written back whole, without a
+    // variance (softmax, rmsnorm), with rows for more than two rounds of
+    // blocks: held at 512 threads x 8 values instead, where rowHeuristic
+    // adds the L2 fetch ahead. Measured on the H200 (2026-12-02, session 28
+    // call 5, 32768x4096, us, two rounds, loop -> held + fetch): softmax
+    // 254.5, 254.4 -> 252.9, 252.5; rmsnorm 253.6, 253.9 -> 252.4, 253.0
+    // (layernorm f32 level at 256 threads, slower at 512; bf16 rows mixed;
+    // read-only rows 8-12% slower held with the fetch, session 28 call 4).
+    bool writesRows = false;
+    for (const GraphOutput& o : g.outputs()) writesRows = writesRows || g.node(o.node).shape == d;
+    if (loopable && !fewRows && rowBytes == 4 && rowInputs == 1 && !variance && writesRows && c.vector == 4 &&
+        N == 512 * 2 * c.vector && staticRows > 2 * static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / 512)) {
+      c.persistent = true;
+      c.unroll = 4;
+      c.threadsPerRow = c.threads = 512;
+      return c;
+    }
     if (loopable && !fewRows) {
       c.persistent = false;
       c.evict = lightF32 ? 2 : 1;
