@@ -1351,52 +1351,6 @@ TEST_CASE("cluster row loops take two sets of block-tree slots", "[compile][redu
   CHECK((loop - perRow) % (16 * 8) == 0);
 }
 
-TEST_CASE("cluster row loops of two row groups per block: each group its own rows, exchange and barrier",
-          "[compile][reduction]") {
-  compiler::CompileOptions o;
-  auto build = [&](const Graph& g, const std::string& override) {
-    o.rowConfigOverride = override;
-    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
-    REQUIRE(cg.kernels.size() == 1);
-    return cg.kernels[0];
-  };
-  Graph sm;
-  sm.output("y", softmax(sm.input("x", DType::F32, {"N", 262144})));
-  const std::string base = R"("cluster": 16, "threads_per_row": 512, "row_loop": 1, "min_blocks": 0, "persistent": 1)";
-  const compiler::CompiledKernel one = build(sm, "{" + base + "}");
-  const compiler::CompiledKernel two = build(sm, "{" + base + ", \"groups\": 2}");
-  INFO(two.config);
-  CHECK_THAT(two.config, Contains("\"threads\": 1024") && Contains("\"threads_per_row\": 512") && Contains("\"groups\": 2"));
-  CHECK(two.launch.threadsPerBlock == 1024);
-  CHECK(two.launch.elementsPerBlock == 2);  // two rows per cluster at a time
-  CHECK(two.launch.resident);
-  // Per group: the exchange region and its mbarriers, two sets of tree slots.
-  CHECK(two.launch.sharedBytes == 2 * one.launch.sharedBytes);
-  const std::string v = two.ptx.substr(two.ptx.find(".entry " + two.name + "_v4"));
-  const std::string vector = v.substr(0, v.find(".entry ", 1));
-  CHECK_THAT(vector, Contains("bar.sync %r"));  // the group's named barrier
-  CHECK_THAT(vector, Contains("st.async.shared::cluster"));
-  int inits = 0;
-  for (size_t at = vector.find("mbarrier.init"); at != std::string::npos; at = vector.find("mbarrier.init", at + 1)) ++inits;
-  CHECK(inits == 4);  // two per group
-  // The scalar entry runs one group of all 1024 threads (16 values each).
-  const std::string scalar = two.ptx.substr(two.ptx.find(".entry " + two.name + "_s1"));
-  CHECK_THAT(scalar, !Contains("bar.sync %r"));
-  checkKernelArtifacts(two);
-  // Groups need the held cluster row loop whose rows exchange once, by
-  // pushes: otherwise one group.
-  for (const char* other : {R"({"cluster": 16, "threads_per_row": 512, "groups": 2, "row_loop": 0, "persistent": 1})",
-                            R"({"cluster": 16, "threads_per_row": 512, "groups": 2, "persistent": 1, "prefetch": 1})",
-                            R"({"cluster": 1, "threads_per_row": 512, "groups": 2, "persistent": 1})",
-                            R"({"cluster": 16, "threads_per_row": 1024, "groups": 2, "persistent": 1})"}) {
-    const compiler::CompiledKernel k = build(sm, other);
-    INFO(other << " -> " << k.config);
-    CHECK_THAT(k.config, !Contains("groups"));
-    CHECK(k.launch.threadsPerBlock == std::min(1024, 512 * (std::string(other).find("1024") != std::string::npos ? 2 : 1)));
-  }
-  CHECK_THROWS_WITH(build(sm, R"({"groups": 3})"), Contains("groups"));
-}
-
 TEST_CASE("staging is dropped where it cannot apply: rows too long, held rows, clusters, dynamic rows",
           "[compile][reduction]") {
   compiler::CompileOptions o;

@@ -365,15 +365,13 @@ TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu]
     bool loop;  // row_loop: resident clusters looping over rows (both halves of the exchange region)
     int minBlocks = 0;
     bool held = true;  // false: each block loops over its part (L2 hints), the parts' states merged per pass
-    int groups = 1;    // 2: two row groups per block (config groups: 2 x threads_per_row threads), each its own row
   };
   // 16 blocks: a non-portable cluster size (the launcher opts in), two
   // blocks per SM at 128 registers.
   C c = GENERATE(C{4096, 256, 2, true}, C{4096, 512, 8, true}, C{32768, 256, 4, true}, C{32768, 256, 4, false},
                  C{262144, 512, 8, true}, C{262144, 256, 16, true, 2}, C{262144, 512, 16, true, 2},
                  C{32768, 128, 2, true, 0, false},
-                 C{262144, 512, 8, true, 2, false},
-                 C{4096, 256, 2, true, 0, true, 2}, C{262144, 512, 16, true, 0, true, 2});
+                 C{262144, 512, 8, true, 2, false});
   // More rows than clusters fit at once where the blocks are large (15
   // clusters of 8 x 512 threads on an H200): the row loop takes several
   // turns, through both halves of the exchange region.
@@ -381,7 +379,6 @@ TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu]
   const std::string config = "{\"persistent\": " + std::string(c.held ? "1" : "0") +
                              ", \"prefetch\": 0, \"stage\": 0, \"evict\": " + (c.held ? "0" : "1") +
                              ", \"threads_per_row\": " + std::to_string(c.threads) +
-                             ", \"groups\": " + std::to_string(c.groups) +
                              ", \"cluster\": " + std::to_string(c.cluster) + ", \"row_loop\": " + (c.loop ? "1" : "0") +
                              ", \"min_blocks\": " + std::to_string(c.minBlocks) + "}";
   const std::string want = "clusters of " + std::to_string(c.cluster) + " blocks";

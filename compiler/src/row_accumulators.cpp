@@ -298,11 +298,7 @@ std::vector<std::string> crossThread(MlirWriter& w, const Acc& a, std::vector<st
   }
   w.dedent();
   w.line("}");
-  if (rt.barrierId.empty())
-    w.line("gpu.barrier");
-  else
-    w.line("llvm.inline_asm has_side_effects \"bar.sync $0, $1;\", \"r,r,~{memory}\" " + rt.barrierId + ", " +
-           w.integer(T, "i32") + " : (i32, i32) -> ()");
+  w.line("gpu.barrier");
   auto load = [&](size_t i, const std::string& p) {
     return w.assign("llvm.load " + p + " {alignment = " + std::to_string(a.types[i] == "i64" ? 8 : 4) + " : i64} : !llvm.ptr<3> -> " +
                     a.types[i]);

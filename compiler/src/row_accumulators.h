@@ -50,9 +50,6 @@ struct RowThreads {
   // registers next to a held row; merges are commutative, so every lane
   // gets the same bits).
   bool butterflyRead = false;
-  // The row's named barrier (i32 value, `bar.sync id, T`) where a block
-  // holds several rows of T threads; empty: the block's barrier.
-  std::string barrierId;
 };
 
 // The state before any element.

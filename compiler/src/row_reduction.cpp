@@ -23,7 +23,6 @@ std::string RowConfig::json() const {
          ", \"unroll\": " + std::to_string(unroll) +
          (cluster > 1 ? ", \"cluster\": " + std::to_string(cluster) + ", \"row_loop\": " + (rowLoop ? "1" : "0")
                       : std::string(plainRowLoop ? ", \"row_loop\": 1" : "")) +
-         (groups > 1 ? ", \"groups\": " + std::to_string(groups) : std::string()) +
          (stage ? ", \"stage\": 1" : "") + (prefetch ? ", \"prefetch\": " + std::to_string(prefetch) : std::string()) + (evict ? ", \"evict\": " + std::to_string(evict) : std::string()) + (welford ? ", \"welford\": 1" : "") +
          (minBlocks > 0 ? ", \"min_blocks\": " + std::to_string(minBlocks) : std::string()) +
          (resident ? "" : ", \"resident\": 0") + (lanes > 1 ? ", \"lanes\": " + std::to_string(lanes) : std::string()) +
@@ -184,8 +183,7 @@ class RowEmitter {
     return accumulate(w, a, s, xs, cols, valid, a.kind == AccKind::SqDev ? hiddenMean_.at(a.meanAcc) : "");
   }
   std::vector<std::string> crossThreadAcc(MlirWriter& w, const Acc& a, const std::vector<std::string>& s) {
-    return crossThread(w, a, s, RowThreads{cfg_.threadsPerRow, lane32_, warp_, smem_, cfg_.cluster > 1, barrierId_},
-                       smemSlots_);
+    return crossThread(w, a, s, RowThreads{cfg_.threadsPerRow, lane32_, warp_, smem_, cfg_.cluster > 1}, smemSlots_);
   }
   std::string nAsF32(MlirWriter& w);
   void mergeAcrossCluster(MlirWriter& w, const std::vector<const Acc*>& accs,
@@ -263,7 +261,6 @@ class RowEmitter {
   std::vector<std::string> outPtr_;
   std::map<int, std::string> rowValue_;  // reduction node → its value for this row
   std::string r_, t_, lane32_, warp_, smem_, tV_;  // row (i64), thread in row, lane, warp in row (i32)
-  std::string barrierId_;  // row groups: the group's named barrier (i32; empty: the block's, gpu.barrier)
   std::string rank_;  // cluster > 1 or split > 1: the block's rank in the row (i32)
   // cluster > 1 or split > 1: the block's first column (i32, and i64): row pointers
   // start there, so slots' columns stay block-local; iota and arg ops add it
@@ -1840,7 +1837,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   evictHint_.clear();
   heldExp_ = HeldExp{};
   residentPtr_.clear();
-  barrierId_.clear();
   loadFlags_ = asTail_ ? "" : ", invariant";
   // stage, prefetch: the vector entry only (the scalar entry takes unaligned
   // rows; with prefetch it loops over rows all the same).
@@ -1853,12 +1849,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   std::string loopFirst, loopStep;
   std::string stageBase;
   const int T = cfg_.threadsPerRow;
-  // Rows per block: warp subsets (T < 32), or a cluster row loop's row
-  // groups (threads = 2T: each group of T threads its own row, with its own
-  // exchange region, mbarriers and tree slots, and named barriers).
-  const int rowsPerBlock = T < 32 ? cfg_.threads / T : 1;
-  const int groups = T >= 32 && cfg_.cluster > 1 ? cfg_.threads / T : 1;  // (the scalar entry: 1, see run())
-  std::string group;  // groups > 1: the thread's row group (i32)
+  const int rowsPerBlock = cfg_.threads / T;
   std::string clusterIdx, clusters, half;  // cluster > 1: this cluster's index, the grid's clusters, the row's half (i64)
 
   MlirWriter head;
@@ -1928,15 +1919,6 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     int shift = 0;
     while ((1 << shift) < cfg_.cluster) ++shift;
     t_ = tid;
-    if (groups > 1) {
-      // Row groups: group g of every block of cluster c takes rows
-      // c * G + g + k * clusters * G.
-      int tShift = 0;
-      while ((1 << tShift) < T) ++tShift;
-      group = pre.assign("arith.shrui " + tid + ", " + pre.integer(tShift, "i32") + " : i32");
-      t_ = pre.assign("arith.andi " + tid + ", " + pre.integer(T - 1, "i32") + " : i32");
-      barrierId_ = pre.assign("arith.addi " + group + ", " + pre.integer(1, "i32") + " : i32");  // 0: the block's
-    }
     clusterIdx = pre.assign("arith.shrui " + bid + ", " + pre.integer(shift, "i64") + " : i64");
     std::string grid = pre.assign("arith.index_cast " + pre.assign("gpu.grid_dim x") + " : index to i64");
     clusters = pre.assign("arith.shrui " + grid + ", " + pre.integer(shift, "i64") + " : i64");
@@ -1945,53 +1927,30 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       row.setIndent(3);
       loopFirst = clusterIdx;
       loopStep = clusters;
-      if (groups > 1) {
-        loopFirst = pre.assign("arith.addi " + pre.assign("arith.muli " + clusterIdx + ", " + pre.integer(groups, "i64") + " : i64") +
-                               ", " + pre.assign("arith.extui " + group + " : i32 to i64") + " : i64");
-        loopStep = pre.assign("arith.muli " + clusters + ", " + pre.integer(groups, "i64") + " : i64");
-      }
     } else {
       r_ = clusterIdx;  // one cluster per row
     }
     rank_ = pre.assign("arith.trunci " + pre.assign("arith.andi " + bid + ", " + pre.integer(cfg_.cluster - 1, "i64") +
                                                     " : i64") + " : i64 to i32");
     if (asyncBytes_ > 0) {
-      // Thread 0 sets up each row group's two mbarriers (one arrival per
-      // phase: its own expect_tx; after the group's exchange region) and
-      // arms its first row's half, before the cluster barrier lets any
-      // peer push.
-      const int64_t groupBytes = (2 * kExchangeEntries + 2) * 8;
-      std::string smemBase = pre.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
-      // Group g's first mbarrier (i32 shared address).
-      auto groupMbar = [&](int gi) {
-        std::string at = pre.assign("llvm.getelementptr " + smemBase + "[" +
-                                    std::to_string(gi * (2 * kExchangeEntries + 2) + 2 * kExchangeEntries) +
-                                    "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
-        return pre.assign("llvm.ptrtoint " + at + " : !llvm.ptr<3> to i32");
-      };
-      std::vector<std::string> mbars;
-      for (int gi = 0; gi < groups; ++gi) mbars.push_back(groupMbar(gi));
+      // Thread 0 sets up the two mbarriers (one arrival per phase: its
+      // own expect_tx) and arms the first row's half, before the cluster
+      // barrier lets any peer push.
+      std::string base = pre.assign("llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>");
+      std::string at = pre.assign("llvm.getelementptr " + base + "[" + std::to_string(2 * kExchangeEntries) +
+                                  "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
+      mbar0_ = pre.assign("llvm.ptrtoint " + at + " : !llvm.ptr<3> to i32");
       std::string first = pre.assign("arith.cmpi eq, " + tid + ", " + pre.integer(0, "i32") + " : i32");
       pre.line("scf.if " + first + " {");
       pre.indent();
-      for (int gi = 0; gi < groups; ++gi) {
-        const std::string& mb = mbars[gi];
-        for (int h = 0; h < 2; ++h)
-          pre.line("llvm.inline_asm has_side_effects \"mbarrier.init.shared::cta.b64 [$0], 1;\", \"r,~{memory}\" " +
-                   pre.assign("arith.addi " + mb + ", " + pre.integer(8 * h, "i32") + " : i32") + " : (i32) -> ()");
-      }
+      for (int h = 0; h < 2; ++h)
+        pre.line("llvm.inline_asm has_side_effects \"mbarrier.init.shared::cta.b64 [$0], 1;\", \"r,~{memory}\" " +
+                 pre.assign("arith.addi " + mbar0_ + ", " + pre.integer(8 * h, "i32") + " : i32") + " : (i32) -> ()");
       pre.line("llvm.inline_asm has_side_effects \"fence.mbarrier_init.release.cluster;\", \"~{memory}\"  : () -> ()");
-      for (int gi = 0; gi < groups; ++gi) {
-        const std::string& mb = mbars[gi];
-        pre.line("llvm.inline_asm has_side_effects \"mbarrier.arrive.expect_tx.relaxed.cluster.shared::cta.b64 _, [$0], $1;\", "
-                 "\"r,r,~{memory}\" " + mb + ", " + pre.integer(asyncBytes_, "i32") + " : (i32, i32) -> ()");
-      }
+      pre.line("llvm.inline_asm has_side_effects \"mbarrier.arrive.expect_tx.relaxed.cluster.shared::cta.b64 _, [$0], $1;\", "
+               "\"r,r,~{memory}\" " + mbar0_ + ", " + pre.integer(asyncBytes_, "i32") + " : (i32, i32) -> ()");
       pre.dedent();
       pre.line("}");
-      // This thread's group's first mbarrier.
-      mbar0_ = groups == 1 ? mbars[0]
-                           : pre.assign("arith.addi " + mbars[0] + ", " +
-                                        pre.assign("arith.muli " + group + ", " + pre.integer(groupBytes, "i32") + " : i32") + " : i32");
     }
     // Peers write into this block's shared memory only after every block
     // of the cluster has started: a cluster barrier first.
@@ -2053,13 +2012,9 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     if (!loopRows) half = row.integer(0, "i64");
     halfBitOf();
     std::string first = row.assign("arith.muli " + halfBit + ", " + row.integer(kExchangeEntries, "i64") + " : i64");
-    // (Row groups: each group's region and mbarriers in turn.)
-    if (groups > 1)
-      first = row.assign("arith.addi " + first + ", " + row.assign("arith.muli " + row.assign("arith.extui " + group + " : i32 to i64") +
-                         ", " + row.integer(2 * kExchangeEntries + 2, "i64") + " : i64") + " : i64");
     exchange_ = row.assign("llvm.getelementptr " + smem_ + "[" + first + "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i64");
     // ... then the asynchronous pushes' two mbarriers (16 bytes).
-    smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(groups * (2 * kExchangeEntries + 2)) +
+    smem_ = pre.assign("llvm.getelementptr " + smem_ + "[" + std::to_string(2 * kExchangeEntries + 2) +
                        "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i64");
     rowCounter_ = half;
   }
@@ -2116,11 +2071,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // barrier, after its reads. The span (the entry's slots x warps, known
     // once every tree is written) replaces kTreeSpanMark in run().
     std::string span = row.assign("arith.constant " + std::string(kTreeSpanMark) + " : i64");
-    std::string set = halfBitOf();  // (row groups: sets 2g and 2g + 1)
-    if (groups > 1)
-      set = row.assign("arith.addi " + set + ", " + row.assign("arith.muli " + row.assign("arith.extui " + group + " : i32 to i64") +
-                       ", " + row.integer(2, "i64") + " : i64") + " : i64");
-    smem_ = row.assign("llvm.getelementptr " + smem_ + "[" + row.assign("arith.muli " + set + ", " + span + " : i64") +
+    smem_ = row.assign("llvm.getelementptr " + smem_ + "[" + row.assign("arith.muli " + halfBitOf() + ", " + span + " : i64") +
                        "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i64");
   }
   if (cfg_.persistent) {
@@ -2408,22 +2359,11 @@ void RowEmitter::prepare() {
   } else {
     while (cfg_.vector > 1 && nd.size % cfg_.vector != 0) cfg_.vector /= 2;
   }
-  // Row groups (config groups): a held cluster row loop runs two rows at
-  // once per block, each group of T threads its own.
-  if (!(cfg_.cluster > 1 && cfg_.persistent && cfg_.rowLoop && !cfg_.prefetch && !cfg_.stage && cfg_.threadsPerRow >= 32 &&
-        cfg_.threadsPerRow * cfg_.groups <= 1024 && !tail_))
-    cfg_.groups = 1;
-  if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow * cfg_.groups;
+  if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
   if (cfg_.minBlocks * cfg_.threads > kMaxThreadsPerSm) cfg_.minBlocks = kMaxThreadsPerSm / cfg_.threads;
   planStaging();  // before the accumulators: a staged row's variance takes two passes
   planResident();
   buildAccumulators();
-  // ... whose rows exchange once, by asynchronous pushes (each group has its
-  // own exchange region, mbarriers and tree slots; named barriers).
-  if (cfg_.groups > 1 && asyncExchangeBytes() == 0) {
-    cfg_.groups = 1;
-    cfg_.threads = cfg_.threadsPerRow;
-  }
   // Lanes: one pass (one level), one value per row, no gathers.
   if (cfg_.lanes > 1 && (maxLevel_ > 0 || !fullOutputs_.empty() || !gathers_.empty())) cfg_.lanes = 1;
   // A split row: one pass (every accumulator at one level: a max paired with
@@ -2497,30 +2437,20 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   k.schedule = "row_reduction";
   k.config = cfg_.json();
   std::string body;
+  int slots = 0;
   // The vector entry: 16-byte vectors along the row, or with lanes the
   // lanes' values at a column in one vector.
   const int V = cfg_.lanes > 1 ? cfg_.lanes : cfg_.vector;
   // A cluster row loop's trees take two sets of slots (emitEntry).
   const int treeSets = cfg_.cluster > 1 && cfg_.rowLoop && cfg_.threadsPerRow > 32 ? 2 : 1;
-  // Row groups (threads = 2T in a cluster row loop): the scalar entry
-  // (unaligned rows; 32-bit loads and addresses take more registers per
-  // value: it spilled 0.5-1.9 KB at the 64-register cap of 1024 threads)
-  // runs one group of all the block's threads instead, half the values a
-  // thread. The entries' trees take the same bytes either way.
-  const int groups = cfg_.groups;
-  int treeBytes = 0;
   auto entryText = [&](const std::string& entry, int vector) {
-    const int savedT = cfg_.threadsPerRow;
-    if (groups > 1 && vector != cfg_.vector) cfg_.threadsPerRow = cfg_.threads;
     std::string text = emitEntry(entry, vector);
     if (treeSets == 2) {
       const std::string span = std::to_string(smemSlots_ * (cfg_.threadsPerRow / 32));
       for (size_t at = text.find(kTreeSpanMark); at != std::string::npos; at = text.find(kTreeSpanMark, at))
         text.replace(at, std::strlen(kTreeSpanMark), span);
     }
-    if (cfg_.threadsPerRow > 32)
-      treeBytes = std::max(treeBytes, cfg_.threads / cfg_.threadsPerRow * treeSets * smemSlots_ * (cfg_.threadsPerRow / 32) * 8);
-    cfg_.threadsPerRow = savedT;
+    slots = std::max(slots, treeSets * smemSlots_);
     return text;
   };
   if (V > 1 && variants != EntryVariants::ScalarOnly) {
@@ -2606,7 +2536,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   // The one-step entry's rows (whichever entries this build makes, as above).
   if (V > 1 && cfg_.oneStep > 0)
     k.launch.oneStepRange.push_back({dom_[k_ - 1].name, 0, static_cast<int64_t>(cfg_.threadsPerRow) * V * cfg_.oneStep});
-  k.launch.sharedBytes = treeBytes;
+  k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
   if (cfg_.split > 1) {
     // Each row gets one block per step of its values, at most S (the
     // config's split): S' blocks per row (the kernel divides the grid by the
@@ -2634,7 +2564,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     k.launch.maxBlocks = cfg_.maxBlocks > 0 ? std::max<int64_t>(cfg_.maxBlocks / cfg_.cluster, 1) * cfg_.cluster : 0;
   }
   if (cfg_.cluster > 1) {
-    k.launch.sharedBytes += groups * (2 * kExchangeEntries * 8 + 16);
+    k.launch.sharedBytes += 2 * kExchangeEntries * 8 + 16;
     // barrier.cluster.arrive.relaxed (PTX ISA 8.0); st.async (8.1); a relaxed
     // mbarrier arrive (8.6)
     out.ptxFeatures = "+ptx86";
@@ -3524,7 +3454,7 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                         "stage: 0 or 1 (sm_90+); prefetch: 0, 1 or 2 (sm_90+); evict: 0, 1 or 2; min_blocks: 0..32; resident: 0 or 1; "
                         "lanes: 1, 2, 4, 8, 16; max_blocks: >= 0 (row loops); split: power of two <= 1024; welford: 0 or 1; "
                         "one_step: 0 or a power of two <= 16 (dynamic row lengths); l2_prefetch: rows ahead, 0..1048576 "
-                        "(held rows, sm_80+); groups: 1 or 2 (held cluster row loops)",
+                        "(held rows, sm_80+)",
                         [&](const std::string& key, int64_t v) {
                           if (key == "threads_per_row" && isPow2(v) && v <= 1024) c.threadsPerRow = static_cast<int>(v);
                           else if (key == "threads" && v >= 32 && v <= 1024 && v % 32 == 0) c.threads = static_cast<int>(v);
@@ -3544,7 +3474,6 @@ void applyRowOverride(RowConfig& c, const std::string& text) {
                           else if (key == "welford" && (v == 0 || v == 1)) c.welford = v == 1;
                           else if (key == "one_step" && (v == 0 || (isPow2(v) && v <= 16))) c.oneStep = static_cast<int>(v);
                           else if (key == "l2_prefetch" && v >= 0 && v <= (int64_t{1} << 20)) c.l2Prefetch = v;
-                          else if (key == "groups" && (v == 1 || v == 2)) c.groups = static_cast<int>(v);
                           else return false;
                           return true;
                         });

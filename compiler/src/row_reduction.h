@@ -37,14 +37,7 @@ namespace kiln::compiler {
 
 struct RowConfig {
   int threadsPerRow = 256;  // T: a power of two in [1, 1024]
-  int threads = 256;        // per block: T x groups when T >= 32, else a multiple of 32 (several rows per block)
-  // A held cluster row loop (sm_90+): rows a block runs at once, 1 or 2,
-  // each by its own group of T threads with its own exchange region,
-  // mbarriers, tree slots and named barrier, so one group's loads overlap
-  // the other's exchange and stores while the weights in shared memory
-  // serve both (two blocks per SM would each need their own copy). Only
-  // for rows that exchange once, by pushes; otherwise 1.
-  int groups = 1;
+  int threads = 256;        // per block: T when T >= 32, else a multiple of 32 (several rows per block)
   int vector = 1;           // V: elements per vector access
   bool persistent = true;   // the row held in registers (static row length only)
   int unroll = 4;           // looped form: vectors per thread per iteration
