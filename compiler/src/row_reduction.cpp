@@ -2709,6 +2709,13 @@ int64_t rowBytesAtMost(const Graph& g, const std::vector<LaunchGeometry::DimRang
 }
 
 namespace {
+// Blocks of `threads` threads for two rounds of the GPU's SMs (each SM at
+// its most threads): rows past these leave held blocks a later row to
+// fetch ahead (RowConfig::l2Prefetch).
+int64_t twoRoundsOfBlocks(const CompileOptions& options, int threads) {
+  return 2 * static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / threads);
+}
+
 RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool gridTail,
                            std::vector<LaunchGeometry::DimRange>* preferred) {
   RowConfig c;
@@ -3022,11 +3029,13 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
     // call 5, 32768x4096, us, two rounds, loop -> held + fetch): softmax
     // 254.5, 254.4 -> 252.9, 252.5; rmsnorm 253.6, 253.9 -> 252.4, 253.0
     // (layernorm f32 level at 256 threads, slower at 512; bf16 rows mixed;
-    // read-only rows 8-12% slower held with the fetch, session 28 call 4).
+    // read-only rows 8-12% slower held with the fetch, session 28 call 4);
+    // session 29 call 2, three rounds: softmax 252.8-253.1 -> 252.0-252.1,
+    // rmsnorm level (252.5-253.0 -> 252.5-252.6).
     bool writesRows = false;
     for (const GraphOutput& o : g.outputs()) writesRows = writesRows || g.node(o.node).shape == d;
     if (loopable && !fewRows && rowBytes == 4 && rowInputs == 1 && !variance && writesRows && c.vector == 4 &&
-        N == 512 * 2 * c.vector && staticRows > 2 * static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / 512)) {
+        N == 512 * 2 * c.vector && staticRows > twoRoundsOfBlocks(options, 512)) {
       c.persistent = true;
       c.unroll = 4;
       c.threadsPerRow = c.threads = 512;
@@ -3239,8 +3248,7 @@ RowConfig rowHeuristic(const Graph& g, const CompileOptions& options, bool gridT
   // Rows for two rounds of blocks at an SM's threads, at least: fewer
   // all start at once (the small batches), with nothing to fetch ahead.
   const int64_t rows = rowCountOf(domainOf(g));
-  const int64_t twoRounds = 2 * static_cast<int64_t>(options.smCount) * (kMaxThreadsPerSm / c.threads);
-  if (rows == 0 || rows > twoRounds) c.l2Prefetch = l2AheadRows(g);
+  if (rows == 0 || rows > twoRoundsOfBlocks(options, c.threads)) c.l2Prefetch = l2AheadRows(g);
   return c;
 }
 
