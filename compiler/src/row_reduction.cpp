@@ -2579,12 +2579,18 @@ int64_t nextPow2(int64_t v) {
   return p;
 }
 
+// True when an output has the domain's shape (the row written back).
+bool writesRows(const Graph& g, const Shape& domain) {
+  for (const GraphOutput& o : g.outputs())
+    if (g.node(o.node).shape == domain) return true;
+  return false;
+}
+
 // True when no output has the domain's shape and every reduction needs at
 // most one pass over the row: no reduction consumes another one, except
 // sum(exp(a - max(a))), which the looped form computes online with its max.
 bool streamsOnce(const Graph& g, const Shape& domain) {
-  for (const GraphOutput& o : g.outputs())
-    if (g.node(o.node).shape == domain) return false;
+  if (writesRows(g, domain)) return false;
   auto needsReduction = [&](int id) { return coneHas(g, id, [](const Node& n) { return isReduction(n.op); }); };
   for (int id : g.canonicalOrder()) {
     const Node& n = g.node(id);
@@ -3032,9 +3038,7 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
     // read-only rows 8-12% slower held with the fetch, session 28 call 4);
     // session 29 call 2, three rounds: softmax 252.8-253.1 -> 252.0-252.1,
     // rmsnorm level (252.5-253.0 -> 252.5-252.6).
-    bool writesRows = false;
-    for (const GraphOutput& o : g.outputs()) writesRows = writesRows || g.node(o.node).shape == d;
-    if (loopable && !fewRows && rowBytes == 4 && rowInputs == 1 && !variance && writesRows && c.vector == 4 &&
+    if (loopable && !fewRows && rowBytes == 4 && rowInputs == 1 && !variance && writesRows(g, d) && c.vector == 4 &&
         N == 512 * 2 * c.vector && staticRows > twoRoundsOfBlocks(options, 512)) {
       c.persistent = true;
       c.unroll = 4;
