@@ -445,11 +445,20 @@ TEST_CASE("rows too long for one block split across a cluster on sm_90, never be
     checkKernelArtifacts(k);
     // Parts of 256 bytes a thread (64 f32 values; two bf16 rows of 64 for
     // the residual add) fill a 512-thread block's registers: 16 blocks of
-    // half that at two per SM (min_blocks 2), or 8 where that spills
-    // (layernorm's Welford with a bias); one bf16 row leaves room: 8 blocks.
+    // half that at two per SM (min_blocks 2), or where that spills
+    // (layernorm's Welford with a bias) 16 blocks of 256 threads, one per
+    // SM, each prefetching its part of the next row beside its resident
+    // weights; one bf16 row leaves room: 8 blocks.
     const bool sixteen = t == DType::F32 && (c.label.rfind("softmax", 0) == 0 || c.label.rfind("rmsnorm", 0) == 0);
-    if (t == DType::F32 && c.label.rfind("layernorm/", 0) == 0) CHECK(k.launch.cluster == 8);
-    if (k.launch.cluster == 16) {
+    const bool prefetched = t == DType::F32 && c.label.rfind("layernorm/", 0) == 0;
+    if (prefetched) {
+      CHECK(k.launch.cluster == 16);
+      CHECK(k.launch.threadsPerBlock == 256);
+      CHECK_THAT(k.config, Contains("\"prefetch\": 1") && !Contains("min_blocks"));
+      CHECK_THAT(k.ptx, Contains("cp.async.bulk.shared::cluster.global"));
+      // w and b (64 KiB each) resident beside the 64 KiB of row.
+      CHECK(k.launch.sharedBytes >= 3 * 64 * 1024);
+    } else if (k.launch.cluster == 16) {
       CHECK((t == DType::F32 || c.label.rfind("residual", 0) == 0));
       CHECK_THAT(k.config, Contains("\"cluster\": 16") && Contains("\"min_blocks\": 2"));
       for (const auto& r : k.resources) CHECK(r.spillStoreBytes == 0);

@@ -406,7 +406,10 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       // The heuristic's register estimates are checked against ptxas's
       // report; a kernel that spills is rebuilt in the next form down
       // (configs given by overrides or tuning are kept as given):
-      //  - a cluster of 16 blocks at two per SM: 8 blocks, one per SM;
+      //  - a cluster of 16 blocks at two per SM: 16 blocks of half the
+      //    threads, one per SM, each prefetching its part of the next row
+      //    by a bulk copy beside its resident weights; where that spills or
+      //    cannot prefetch, 8 blocks, one per SM;
       //  - a cluster whose row loop spills (its loop state costs a few
       //    registers at the 128-register cap of 512 threads): without the
       //    weights in shared memory (config resident), then one cluster
@@ -422,9 +425,35 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       //    libdevice's sin say): half the unroll, down to 1.
       const bool heuristic = options.rowConfigOverride.empty() && !given;
       if (heuristic && cfg.cluster == 16 && cfg.minBlocks == 2 && spills(k)) {
-        cfg.cluster = 8;
-        cfg.minBlocks = 0;
-        k = buildRow(cfg);
+        // Measured on the H200 (2026-12-02, layernorm f32 1024x262144, the
+        // only such row among the benchmarks, TB/s): 3.82 in session 29
+        // call 6 (the tuner's pick) and 3.79 in call 7 against 3.67-3.71 in 8
+        // blocks; the spilling 16 at two per SM 3.30 (session 19).
+        // Only rows with weights along them (inputs of the row's length,
+        // which 8 blocks cannot all keep in shared memory); the others
+        // (log_softmax) keep the 8 blocks, not measured in this form.
+        bool weights = false;
+        for (int a : kp.graph.params())
+          for (int b : kp.graph.params()) {
+            const Shape& sa = kp.graph.node(a).shape;
+            const Shape& sb = kp.graph.node(b).shape;
+            weights = weights || (kp.graph.node(a).op == Op::Input && kp.graph.node(b).op == Op::Input && sa.size() == 1 &&
+                                  sb.size() >= 2 && sa[0] == sb.back());
+          }
+        RowConfig p = cfg;
+        p.minBlocks = 0;
+        p.threadsPerRow = p.threads = cfg.threadsPerRow / 2;
+        p.prefetch = 1;
+        CompiledKernel pk;
+        if (weights) pk = buildRow(p);
+        if (weights && !spills(pk) && pk.config.find("\"prefetch\": 1") != std::string::npos) {
+          cfg = p;
+          k = std::move(pk);
+        } else {
+          cfg.cluster = 8;
+          cfg.minBlocks = 0;
+          k = buildRow(cfg);
+        }
       }
       if (heuristic && cfg.cluster > 1 && cfg.rowLoop && cfg.resident && spills(k)) {
         cfg.resident = false;
