@@ -1579,27 +1579,35 @@ TEST_CASE("softmax and log_softmax of one x share their statistics", "[compile][
 
 // Reductions over a non-last axis (columns): rows of a permuted view, one
 // thread per row so that a warp's loads read 32 adjacent values (the
-// heuristic's column form); with few outputs the reduced axis splits into
-// parts first (planner: splitColumnReductions), the partials [parts, outputs]
-// reduced by a second row kernel that reads them through a permuted view
-// (column form again; no transposed copy).
-TEST_CASE("column reductions: one thread per strided row, the reduced axis split when outputs are few",
+// heuristic's column form); with few outputs the kernel splits each tile
+// of rows across blocks (config split: 4096 rows of 32768 values, 64 parts
+// of 512 per tile of 128 threads x 4 lanes), whose states the tile's last
+// block merges from the kernel's own workspace: one kernel (before session
+// 30 the planner split the axis into parts and a second kernel reduced
+// them).
+TEST_CASE("column reductions: one thread per strided row, the rows split across blocks when outputs are few",
           "[compile][reduction]") {
   compiler::CompileOptions o;
   for (DType t : {DType::F32, DType::BF16}) {
     INFO(dtypeName(t));
     Graph g;
     g.output("y", sum(g.input("x", t, {32768, 4096}), {0}));
-    const auto ks = compiler::compileGraph(g, o).kernels;
-    REQUIRE(ks.size() == 2);
-    for (const auto& k : ks) checkKernelArtifacts(k);
-    INFO(ks[0].why << "\n" << ks[0].config << "\n" << ks[1].why << "\n" << ks[1].config);
-    CHECK_THAT(ks[0].why, Contains("rows of [64, 4096, 512]"));
-    CHECK_THAT(ks[1].why, Contains("rows of [4096, 64]"));
-    for (const auto& k : ks) {
-      CHECK(k.schedule == "row_reduction");
-      CHECK_THAT(k.config, Contains("\"threads_per_row\": 1,"));
-    }
+    const compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    REQUIRE(cg.kernels.size() == 1);
+    const auto& k = cg.kernels[0];
+    checkKernelArtifacts(k);
+    INFO(k.why << "\n" << k.config);
+    CHECK_THAT(k.why, Contains("rows of [4096, 32768]") && Contains("the tile's last block"));
+    CHECK(k.schedule == "row_reduction");
+    CHECK_THAT(k.config, Contains("\"threads_per_row\": 1,") && Contains("\"split\": 64") &&
+                             Contains("\"min_blocks\": 6"));
+    for (const auto& r : k.resources) CHECK(r.registers <= 80);
+    // 8 tiles of 512 rows, 64 blocks each; the workspace: the tiles'
+    // counters, then the parts' f32 sums of every row (8-byte units).
+    CHECK(k.launch.iterShape == Shape{Dim(8 * 64)});
+    CHECK(k.launch.elementsPerBlock == 1);
+    REQUIRE(cg.workspace.size() == 1);
+    CHECK(cg.workspace[0].shape == Shape{Dim(8 + 64 * 4096)});
   }
   {
     // Enough outputs: no split, the column form itself.
@@ -1616,9 +1624,10 @@ TEST_CASE("column reductions: one thread per strided row, the reduced axis split
     g.output("y", sum(g.input("x", DType::F32, {64, 65536}), {1}));
     CHECK_THAT(compiler::compileGraph(g, o).kernels.at(0).config, !Contains("\"threads_per_row\": 1,"));
   }
-  // var/std over axis 0 (batch statistics): each part's mean and variance
-  // in one column kernel, then Chan's merge over the parts (before: one
-  // thread per output walked 32768 strided values).
+  // var/std over axis 0 (batch statistics): each block's Welford states of
+  // its part, merged by the tile's last block (Chan's merge) in the same
+  // kernel (before session 18: one thread per output walked 32768 strided
+  // values; before session 30: a second kernel merged the parts).
   for (DType t : {DType::F32, DType::BF16})
     for (bool isStd : {false, true}) {
       INFO(dtypeName(t) << (isStd ? " std" : " var"));
@@ -1626,23 +1635,23 @@ TEST_CASE("column reductions: one thread per strided row, the reduced axis split
       Tensor x = g.input("x", t, {32768, 4096});
       g.output("y", isStd ? kiln::std(x, {0}) : var(x, {0}));
       const auto ks = compiler::compileGraph(g, o).kernels;
-      REQUIRE(ks.size() == 2);
-      for (const auto& k : ks) checkKernelArtifacts(k);
-      CHECK_THAT(ks[0].why, Contains("rows of [64, 4096, 512]"));
-      CHECK_THAT(ks[1].why, Contains("rows of [4096, 64]"));
-      CHECK_THAT(ks[0].config, Contains("\"threads_per_row\": 1,"));
+      REQUIRE(ks.size() == 1);
+      checkKernelArtifacts(ks[0]);
+      CHECK_THAT(ks[0].why, Contains("rows of [4096, 32768]") && Contains("the tile's last block"));
+      CHECK_THAT(ks[0].config, Contains("\"threads_per_row\": 1,") && Contains("\"split\": 64"));
       Graph w;
       w.output("y", isStd ? kiln::std(w.input("x", t, {4096, 8192})) : var(w.input("x", t, {4096, 8192})));
       const auto kw = compiler::compileGraph(w, o).kernels;
       REQUIRE(kw.size() == 1);
       CHECK_THAT(kw[0].why, Contains("rows of [4096, 8192]") && Contains("grid tail"));
     }
-  // Normalizations over axis 0 (few columns, long ones): each statistic in
-  // parts (the column form, then the parts' reduction), the next statistic's
-  // parts computing exp(x - max) or (x - mean)^2 in their loads from the
-  // stored statistic, then the output's pointwise kernel; nothing of x's
-  // size is written but the output (before session 18: the statistics in
-  // rows of [1024, 8192] read across strided values, 0.5-0.9 TB/s).
+  // Normalizations over axis 0 (few columns, long ones): the first
+  // statistic in one column kernel split across blocks, the next one in
+  // parts (the column form, then the parts' reduction) computing exp(x -
+  // max) or (x - mean)^2 in their loads from the stored statistic, then the
+  // output's pointwise kernel; nothing of x's size is written but the
+  // output (before session 18: the statistics in rows of [1024, 8192] read
+  // across strided values, 0.5-0.9 TB/s).
   for (DType t : {DType::F32, DType::BF16}) {
     INFO(dtypeName(t));
     Graph h;
@@ -1655,13 +1664,13 @@ TEST_CASE("column reductions: one thread per strided row, the reduced axis split
     for (const Graph* g : {&h, &n}) {
       const compiler::CompiledGraph cg = compiler::compileGraph(*g, o);
       INFO(cg.explain);
-      REQUIRE(cg.kernels.size() == 5);
-      for (int i : {0, 2}) {
-        CHECK_THAT(cg.kernels[i].why, Contains("rows of [32, 1024, 256]"));
-        CHECK_THAT(cg.kernels[i].config, Contains("\"threads_per_row\": 1,"));
-      }
-      CHECK(cg.kernels[4].schedule == "pointwise");
-      for (const auto& w : cg.workspace) CHECK(staticElementCount(w.shape) <= 32 * 1024);
+      REQUIRE(cg.kernels.size() == 4);
+      CHECK_THAT(cg.kernels[0].why, Contains("rows of [1024, 8192]") && Contains("the tile's last block"));
+      CHECK_THAT(cg.kernels[1].why, Contains("rows of [32, 1024, 256]"));
+      for (int i : {0, 1}) CHECK_THAT(cg.kernels[i].config, Contains("\"threads_per_row\": 1,"));
+      CHECK(cg.kernels[3].schedule == "pointwise");
+      // (The first kernel's own workspace: its tiles' counters and parts' states.)
+      for (const auto& w : cg.workspace) CHECK(staticElementCount(w.shape) <= 32 * 1024 + 16);
     }
   }
 }
@@ -1680,7 +1689,7 @@ TEST_CASE("column reductions: threads own adjacent rows (lanes) read with one ve
     Graph g;
     g.output("y", sum(g.input("x", t, {32768, 4096}), {0}));
     const auto ks = compiler::compileGraph(g, o).kernels;
-    REQUIRE(ks.size() == 2);
+    REQUIRE(ks.size() == 1);
     const auto& k = ks[0];
     INFO(k.config);
     CHECK_THAT(k.config, Contains("\"lanes\": " + std::to_string(lanes)));
@@ -1688,14 +1697,13 @@ TEST_CASE("column reductions: threads own adjacent rows (lanes) read with one ve
     CHECK(k.entries[0].name == k.name + "_l" + std::to_string(lanes));
     CHECK(k.entries[0].vectorized);
     CHECK(k.entries[1].name == k.name + "_s1");
-    CHECK(k.launch.elementsPerBlock == 128 * lanes);
+    // Split across blocks: tiles of 128 x lanes rows, 64 blocks each.
+    CHECK(k.launch.iterShape == Shape{Dim(4096 / (128 * lanes) * 64)});
     CHECK(k.tensors.at(0).alignment == lanes * dtypeSize(t));  // the lanes' vector loads
     CHECK_THAT(k.config, Contains("\"unroll\": " + std::to_string(128 / (lanes * dtypeSize(t)))));
     checkKernelArtifacts(k);
-    // The partials' kernel, 4096 rows: one per thread (32 warps per SM
-    // would be left with 2 lanes), 16 loads in flight.
-    CHECK_THAT(ks[1].config, !Contains("lanes"));
-    CHECK_THAT(ks[1].config, Contains("\"unroll\": 16"));
+    // The merge reads the lanes' states of a part with one vector load.
+    CHECK_THAT(k.ptx, Contains("ld.global.v4.f32") || Contains("ld.global.v4.b32"));
   }
   {
     // 8 lanes (16-byte bf16 loads) where the rows leave 12 warps per SM.
@@ -1722,9 +1730,11 @@ TEST_CASE("column reductions: threads own adjacent rows (lanes) read with one ve
   }
   {
     // A per-output weight (one value per row of the column form) and
-    // several accumulators per lane (argmax, variance) compile with lanes.
+    // several accumulators per lane (argmax, variance) compile with lanes
+    // (and the rows split across blocks: the heuristic's split, without its
+    // register cap, which 8 lanes of 6 states each would spill under).
     compiler::CompileOptions lo;
-    lo.rowConfigOverride = R"({"threads_per_row": 1, "persistent": 0, "lanes": 8})";
+    lo.rowConfigOverride = R"({"threads_per_row": 1, "persistent": 0, "lanes": 8, "min_blocks": 0})";
     Graph g;
     Tensor x = g.input("x", DType::F32, {4096, 512});
     Tensor w = g.input("w", DType::F32, {512});
@@ -1769,17 +1779,17 @@ TEST_CASE("reductions of elementwise expressions split into parts compute the ex
       CHECK_THAT(ks[0].why, Contains("rows of [4096, 32768]") && Contains("grid tail"));
     }
     {
-      // A weight gradient's sum(dy * x, 0), cast to f32 first: two column-form kernels.
+      // A weight gradient's sum(dy * x, 0), cast to f32 first: one column-form kernel.
       Graph g;
       Tensor dy = g.input("dy", t, {32768, 4096});
       Tensor x = g.input("x", t, {32768, 4096});
       g.output("dw", sum(cast(dy, DType::F32) * cast(x, DType::F32), {0}));
       const auto ks = compiler::compileGraph(g, o).kernels;
-      REQUIRE(ks.size() == 2);
+      REQUIRE(ks.size() == 1);
       noPointwise(ks);
       for (const auto& k : ks) checkKernelArtifacts(k);
       INFO(ks[0].why << "\n" << ks[0].config);
-      CHECK_THAT(ks[0].why, Contains("rows of [64, 4096, 512]"));
+      CHECK_THAT(ks[0].why, Contains("rows of [4096, 32768]"));
       CHECK_THAT(ks[0].config, Contains("\"threads_per_row\": 1,"));
     }
   }
@@ -1796,7 +1806,7 @@ TEST_CASE("reductions of elementwise expressions split into parts compute the ex
     g.output("cols", sum(y, {0}));
     g.output("rows", sum(y, {1}));
     const auto ks = compiler::compileGraph(g, o).kernels;
-    CHECK(ks.size() == 5);  // the whole sum's parts and their reduction, the column parts and theirs, the rows
+    CHECK(ks.size() == 4);  // the whole sum's parts and their reduction, the columns (split in the kernel), the rows
     noPointwise(ks);
   }
   {
@@ -1862,9 +1872,10 @@ TEST_CASE("few long rows are split across clusters by the heuristic", "[compile]
   }
 }
 
-// argmax/argmin over a few long rows or few columns split into parts like
-// the other reductions: the parts' extremes and indices, then the first part
-// holding the extreme (two kernels), each spill-free.
+// argmax/argmin over a few long rows split into parts like the other
+// reductions: the parts' extremes and indices, then the first part holding
+// the extreme (two kernels), each spill-free; over few columns, one kernel
+// whose tiles' last blocks merge the parts' (extreme, index) states.
 TEST_CASE("argmax and argmin over few long rows or columns split into parts", "[compile][reduction]") {
   compiler::CompileOptions o;
   for (DType t : {DType::F32, DType::BF16})
@@ -1884,8 +1895,8 @@ TEST_CASE("argmax and argmin over few long rows or columns split into parts", "[
       REQUIRE(row.size() == 2);
       CHECK_THAT(row[0].why, Contains("rows of [1, 4096, 4096]"));
       auto cols = kernelsFor({32768, 4096}, 0);
-      REQUIRE(cols.size() == 2);
-      CHECK_THAT(cols[0].why, Contains("rows of [64, 4096, 512]"));
+      REQUIRE(cols.size() == 1);
+      CHECK_THAT(cols[0].why, Contains("rows of [4096, 32768]") && Contains("the tile's last block"));
       CHECK_THAT(cols[0].config, Contains("\"threads_per_row\": 1,"));
       CHECK(kernelsFor({4096, 4096}, 1).size() == 1);  // enough rows: not split
       // No axis: the flattened tensor (torch.argmax(x)): a whole tensor in

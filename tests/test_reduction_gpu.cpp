@@ -627,8 +627,8 @@ TEST_CASE("argmax and argmin split into parts give the first index of the extrem
 }
 
 // Reductions over a non-last axis: the column form (one thread per strided
-// row), split into parts where the outputs are few (two row kernels, the
-// second reading the partials through a permuted view), and not split where
+// row), its rows split across blocks where the outputs are few (one
+// kernel: each tile's last block merges the parts), and not split where
 // they are many.
 TEST_CASE("column reductions (split into parts or not) match the reference", "[gpu][reduction]") {
   test::requireGpu();
@@ -660,8 +660,9 @@ TEST_CASE("column reductions (split into parts or not) match the reference", "[g
   INFO(k.explain());
 }
 
-// var and std split into parts (a column, a middle axis, a whole tensor, a
-// few long rows): each part's mean and variance, then Chan's merge; values
+// var and std split into parts (a column and a middle axis: in one kernel
+// whose tiles' last blocks merge the parts; a whole tensor, a few long
+// rows: two kernels): each part's mean and variance, then Chan's merge; values
 // near 0 and values far from it (the merge's deviations of part means), and
 // a shape that does not split (many outputs).
 TEST_CASE("var and std split into parts match the reference", "[gpu][reduction]") {
@@ -676,7 +677,7 @@ TEST_CASE("var and std split into parts match the reference", "[gpu][reduction]"
     bool keepdim;
     size_t kernels;
   };
-  const S s = GENERATE(S{{8192, 1024}, {0}, false, 2}, S{{4, 2048, 256}, {1}, true, 2}, S{{64, 65536}, {0}, false, 1},
+  const S s = GENERATE(S{{8192, 1024}, {0}, false, 1}, S{{4, 2048, 256}, {1}, true, 1}, S{{64, 65536}, {0}, false, 1},
                        S{{2048, 8192}, {0, 1}, false, 1}, S{{3, 131072}, {1}, true, 2});
   Shape shape;
   for (int64_t d : s.shape) shape.push_back(Dim(d));
@@ -777,7 +778,7 @@ TEST_CASE("split reductions of elementwise expressions match the reference", "[g
     INFO(k.explain());
     CHECK(k.compiled().kernels.size() == 1);  // both over the same parts; its grid tail reduces both
   }
-  SECTION("sum(dy * x) over columns: two column-form kernels") {
+  SECTION("sum(dy * x) over columns: one column-form kernel split across blocks") {
     struct S {
       std::vector<int64_t> shape;
       int64_t axis;
@@ -792,7 +793,7 @@ TEST_CASE("split reductions of elementwise expressions match the reference", "[g
     g.output("dw", sum(cast(dy, DType::F32) * cast(x, DType::F32), {s.axis}));
     Kernel k = runAndCheck(g, {.ranges = {{"dy", {0.5, 1.5}}, {"x", {0.5, 1.5}}}, .tolScale = 4});
     INFO(k.explain());
-    CHECK(k.compiled().kernels.size() == 2);
+    CHECK(k.compiled().kernels.size() == 1);
     for (const auto& kk : k.compiled().kernels) CHECK(kk.schedule == "row_reduction");
   }
 }
@@ -1070,6 +1071,76 @@ TEST_CASE("rows split across blocks (a whole tensor of dynamic or odd length) ma
       CHECK_THAT(k.compiled().kernels[0].config, Catch::Matchers::Contains("split"));
     }
   }
+}
+
+// Column reductions of few outputs (the column form with config split):
+// each tile of rows (threads x lanes of them) is split across blocks whose
+// states the tile's last block merges, in one kernel. Every op of the row
+// split, an odd output count (a partial tile, one lane), parts of unequal
+// length (a part length of whole steps that does not divide the column),
+// the benchmark's shape, launch after launch (each tile's counter is reset
+// by its last block); the bits of a sum are the same launch after launch.
+TEST_CASE("column reductions split across blocks in one kernel match the reference, launch after launch",
+          "[gpu][reduction]") {
+  test::requireGpu();
+  const std::vector<test::AxisReduction> ops = test::splitRowReductions();
+  const test::AxisReduction& c = ops.at(GENERATE(range(size_t{0}, test::splitRowReductions().size())));
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  for (const Shape& shape : {Shape{Dim(8192), Dim(1000)}, Shape{Dim(20000), Dim(36)}, Shape{Dim(3), Dim(5000), Dim(40)}}) {
+    const int64_t axis = shape.size() == 3 ? 1 : 0;
+    Graph g;
+    g.output("y", c.op(g.input("x", t, shape), axis));
+    for (int launch = 0; launch < 2; ++launch) {
+      INFO(c.name << " of " << typeToString(t, shape) << " over axis " << axis << ", launch " << launch);
+      test::RunOptions o;
+      if (c.name == "prod") signsOnly(o);
+      if (c.name == "sum" || c.name == "mean") {
+        o.ranges = {{"x", {0.5, 1.5}}};
+        o.tolScale = 4;
+      }
+      if (c.name == "var" || c.name == "std") o.tolScale = 4;
+      if (c.name == "argmax" || c.name == "argmin") {
+        o.ranges = {{"x", {-2.49, 2.49}}};
+        o.prepare = [](EvalInputs& in) {
+          HostTensor& x = in.tensors.at("x");
+          for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::round(x.get(i)));
+        };
+      }
+      Kernel k = runAndCheck(g, o);
+      INFO(k.explain());
+      if (c.name != "logsumexp") {
+        CHECK(k.compiled().kernels.size() == 1);
+        CHECK_THAT(k.compiled().kernels[0].config, Catch::Matchers::Contains("split"));
+      }
+    }
+  }
+}
+
+TEST_CASE("a column sum split across blocks matches the reference at the benchmark's shape and reduces deterministically",
+          "[gpu][reduction]") {
+  test::requireGpu();
+  const DType t = GENERATE(DType::BF16, DType::F32);
+  Graph g;
+  g.output("y", sum(g.input("x", t, {32768, 4096}), {0}));
+  Kernel k = runAndCheck(g, {.ranges = {{"x", {0.5, 1.5}}}, .tolScale = 4});
+  INFO(k.explain());
+  REQUIRE(k.compiled().kernels.size() == 1);
+  REQUIRE_THAT(k.compiled().kernels[0].config, Catch::Matchers::Contains("\"split\": 64"));
+  HostTensor x(t, {32768, 4096});
+  std::mt19937_64 rng(test::freshSeed());
+  x.fillRandom(rng, -1, 1);
+  rt::DeviceBuffer bx(x.bytes()), by(4096 * static_cast<size_t>(dtypeSize(t)));
+  bx.upload(x.data(), x.bytes());
+  std::set<std::vector<uint8_t>> results;
+  for (int run = 0; run < 10; ++run) {
+    by.poison();
+    const TensorView views[] = {TensorView(bx.data(), t, {32768, 4096}), TensorView(by.data(), t, {4096})};
+    k.launch(std::span<const TensorView>(views), std::span<const int64_t>());
+    std::vector<uint8_t> y(by.size());
+    by.download(y.data(), y.size());
+    results.insert(y);
+  }
+  CHECK(results.size() == 1);
 }
 
 // The parts' states merge in a fixed order, whichever block finishes last:

@@ -542,8 +542,11 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       if (t.workspace && !kp.workspaceNames.count(t.name)) {
         out.workspace.push_back(t);
         out.workspace.back().output = false;
-        k.why += "; each row split across blocks, whose states the row's last block to finish merges (workspace " +
-                 t.name + ")";
+        k.why += k.config.find("\"threads_per_row\": 1,") != std::string::npos
+                     ? "; the rows of each tile split across blocks, whose states the tile's last block to finish "
+                       "merges (workspace " + t.name + ")"
+                     : "; each row split across blocks, whose states the row's last block to finish merges (workspace " +
+                           t.name + ")";
       }
     out.kernels.push_back(std::move(k));
   }

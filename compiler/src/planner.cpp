@@ -514,15 +514,34 @@ Graph splitLongReductions(const Graph& g) {
 // kernel of its own anyway (its rows are a permuted view), so results that
 // are broadcast back split too: softmax or a norm over axis 0 become
 // statistics in parts, then the output's pointwise kernel.
+// A column reduction of inputs alone (no reduction in its operand's cone:
+// its kernel has one pass) is left whole: the row schedule splits its rows
+// across blocks itself (the column form's `split`, whose last block per
+// tile of rows merges the parts), one kernel instead of two.
 constexpr int64_t kColumnFewThreads = 65536;   // outputs below this split
 constexpr int64_t kColumnMinPart = 256;        // values per part at least
 constexpr int64_t kColumnMaxThreads = 262144;  // outputs x parts at most
+
+// Whether a value's cone holds a reduction (each node visited once).
+bool reducesBelow(const Graph& g, int id) {
+  std::vector<signed char> memo(static_cast<size_t>(g.numNodes()), -1);
+  std::function<bool(int)> walk = [&](int at) {
+    signed char& m = memo[static_cast<size_t>(at)];
+    if (m >= 0) return m == 1;
+    const Node& n = g.node(at);
+    bool found = isReduction(n.op);
+    for (int i : n.inputs) found = found || walk(i);
+    m = found ? 1 : 0;
+    return found;
+  };
+  return walk(id);
+}
 
 Graph splitColumnReductions(const Graph& g) {
   return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
     const Node& n = g.node(id);
     int64_t S = 1, a = -1;
-    if (isReduction(n.op) && splittable(n.op) && n.axes.size() == 1 &&
+    if (isReduction(n.op) && splittable(n.op) && n.axes.size() == 1 && reducesBelow(g, n.inputs[0]) &&
         sinkable(g, n.inputs[0], g.node(n.inputs[0]).shape.size() + 1, n.axes[0])) {
       const Node& x = g.node(n.inputs[0]);
       a = n.axes[0];

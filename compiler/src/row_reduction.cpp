@@ -190,6 +190,21 @@ class RowEmitter {
                           std::vector<std::vector<std::string>>& states);
   void mergeAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& accs,
                        std::vector<std::vector<std::string>>& states);
+  // The column form split across blocks (columnSplit()): every lane's
+  // states at once, one counter per tile of rows.
+  void mergeTileAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& accs,
+                           std::vector<std::vector<std::vector<std::string>>>& lanes);
+  // A split over blocks of several rows each (threads per row below 32: the
+  // column form): the blocks of a tile of rows (threads / T x lanes rows)
+  // reduce parts of those rows, and the tile's last block merges them.
+  bool columnSplit() const { return cfg_.split > 1 && cfg_.threadsPerRow < 32; }
+  // columnSplit(): the tiles of rows and the blocks of each (S', the
+  // parts, fewer than config split where the row has fewer steps).
+  int64_t splitTiles() const;
+  int64_t splitBlocksPerTile() const;
+  std::string rowValid_;  // several rows per block: whether this thread's first row is inside the domain (i1)
+  std::string tile_;      // columnSplit(): this block's tile (i64)
+  int64_t partLen_ = 0;   // columnSplit(): every part's length where they are equal (splitLen_ then empty), else 0
   // split > 1: this block's part of the row (its length, i32; its first
   // column is colBase_), the components of the states a block writes (8-byte
   // entries each), and whether this block finished its row last (i1: it
@@ -1203,6 +1218,154 @@ void RowEmitter::mergeAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& a
     for (size_t i = 0; i < accs[k]->types.size(); ++i) states[k][i] = res + "#" + std::to_string(c++);
 }
 
+int64_t RowEmitter::splitTiles() const {
+  const int64_t perBlock = static_cast<int64_t>(cfg_.threads / cfg_.threadsPerRow) * cfg_.lanes;
+  return (staticRowCount() + perBlock - 1) / perBlock;
+}
+
+int64_t RowEmitter::splitBlocksPerTile() const {
+  // One value per lane at a time (the column form has no vectors along the row).
+  const int64_t step = static_cast<int64_t>(cfg_.threadsPerRow) * cfg_.unroll;
+  const int64_t n = dom_[k_ - 1].size;
+  return std::clamp<int64_t>((n + step - 1) / step, 1, cfg_.split);
+}
+
+// The column form split across blocks (columnSplit()): the S' blocks of a
+// tile of rows each reduce one part of every row of the tile, and every
+// thread holds its lanes' states of accumulators `accs` (the rows' only
+// level). The kernel's workspace holds the tiles' counters (8 bytes each,
+// padded to 16), then per state component c an array [S'][rows] of c's
+// type: a thread's lanes are adjacent rows, so each component takes one
+// vector store and, in the merge, one vector load per part. Each thread
+// stores its rows' states at its block's part, then the block counts
+// itself finished on its tile's counter as a grid tail does (a block
+// barrier, a gpu-scope fence, an acq_rel atomic); the tile's last block
+// resets the counter and each of its threads folds its rows' S' states in
+// part order (deterministic: not the order in which the blocks finished).
+// The other blocks keep their own states and store nothing (splitLast_).
+void RowEmitter::mergeTileAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& accs,
+                                     std::vector<std::vector<std::vector<std::string>>>& lanes) {
+  if (accs.empty()) return;
+  if (!splitLast_.empty()) throw Error("kiln: internal: a split row merges its blocks' states twice");
+  const int L = cfg_.lanes;
+  const int64_t S = splitBlocksPerTile(), tiles = splitTiles();
+  const int64_t rowsPad = tiles * (cfg_.threads / cfg_.threadsPerRow) * L;
+  int E = 0;
+  for (const Acc* a : accs) E += static_cast<int>(a->types.size());
+  splitEntries_ = E;
+  const std::string scratch = outPtr_.at(g_.outputs().size());
+  std::string counter = w.assign("llvm.getelementptr inbounds " + scratch + "[" + tile_ + "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i64");
+  const int64_t head = (tiles + 1) / 2 * 2;
+  auto bytesOf = [](const std::string& ty) { return ty == "i64" || ty == "f64" ? 8 : 4; };
+  // Lanes' entries of component c (type ty) at part `part` (i64): a vector
+  // of L (a scalar for one lane) and its alignment.
+  auto entry = [&](const std::string& part, int c, const std::string& ty) {
+    std::string base = w.assign("llvm.getelementptr inbounds " + scratch + "[" +
+                                w.integer(head + static_cast<int64_t>(c) * S * rowsPad, "i64") +
+                                "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i64");
+    std::string i = w.assign("arith.addi " + w.assign("arith.muli " + part + ", " + w.integer(rowsPad, "i64") + " : i64") + ", " +
+                             r_ + " : i64");
+    return w.assign("llvm.getelementptr inbounds " + base + "[" + i + "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + ty);
+  };
+  auto vecType = [&](const std::string& ty) { return L > 1 ? "vector<" + std::to_string(L) + "x" + ty + ">" : ty; };
+  auto alignOf = [&](const std::string& ty) { return std::to_string(std::min(16, L * bytesOf(ty))); };
+  std::string rank64 = w.assign("arith.extui " + rank_ + " : i32 to i64");
+  w.line("scf.if " + rowValid_ + " {");
+  w.indent();
+  int c = 0;
+  for (size_t k = 0; k < accs.size(); ++k)
+    for (size_t i = 0; i < accs[k]->types.size(); ++i, ++c) {
+      const std::string& ty = accs[k]->types[i];
+      std::string v = lanes[0][k][i];
+      if (L > 1) {
+        v = w.assign("llvm.mlir.undef : " + vecType(ty));
+        for (int l = 0; l < L; ++l)
+          v = w.assign("llvm.insertelement " + lanes[static_cast<size_t>(l)][k][i] + ", " + v + "[" + w.integer(l, "i32") +
+                       " : i32] : " + vecType(ty));
+      }
+      w.line("llvm.store " + v + ", " + entry(rank64, c, ty) + " {alignment = " + alignOf(ty) + " : i64} : " + vecType(ty) +
+             ", !llvm.ptr<1>");
+    }
+  w.dedent();
+  w.line("}");
+  splitLast_ = countFinished(w, counter, "i64", [&](MlirWriter& b) { return b.integer(S - 1, "i64"); }, true);
+  std::string types, own;
+  int n = 0;
+  for (int l = 0; l < L; ++l)
+    for (size_t k = 0; k < accs.size(); ++k)
+      for (size_t i = 0; i < accs[k]->types.size(); ++i, ++n) {
+        types += (types.empty() ? "" : ", ") + accs[k]->types[i];
+        own += (own.empty() ? "" : ", ") + lanes[static_cast<size_t>(l)][k][i];
+      }
+  std::string res = w.fresh();
+  w.line(res + ":" + std::to_string(n) + " = scf.if " + splitLast_ + " -> (" + types + ") {");
+  w.indent();
+  w.line(kFenceGpu);
+  // The parts in order, U at a time (their loads in flight together; all
+  // of them at once would take registers from the kernel's main loop).
+  int64_t U = 1;
+  while (U < 8 && S % (2 * U) == 0) U *= 2;
+  std::string init, loopTypes = types;
+  std::vector<std::string> args;
+  for (int l = 0; l < L; ++l)
+    for (const Acc* a : accs)
+      for (const std::string& v : identity(w, *a)) {
+        args.push_back(w.fresh());
+        init += (init.empty() ? "" : ", ") + args.back() + " = " + v;
+      }
+  std::string iv = w.fresh(), folded = w.fresh();
+  w.line(folded + ":" + std::to_string(n) + " = scf.for " + iv + " = " + w.integer(0, "i64") + " to " + w.integer(S, "i64") +
+         " step " + w.integer(U, "i64") + " iter_args(" + init + ") -> (" + loopTypes + ") : i64 {");
+  w.indent();
+  std::vector<std::vector<std::vector<std::string>>> merged(static_cast<size_t>(L));
+  size_t at = 0;
+  for (int l = 0; l < L; ++l)
+    for (const Acc* a : accs) {
+      merged[static_cast<size_t>(l)].push_back({});
+      for (size_t i = 0; i < a->types.size(); ++i) merged[static_cast<size_t>(l)].back().push_back(args[at++]);
+    }
+  for (int64_t u = 0; u < U; ++u) {
+    std::string p = u ? w.assign("arith.addi " + iv + ", " + w.integer(u, "i64") + " : i64") : iv;
+    std::vector<std::vector<std::vector<std::string>>> theirs(static_cast<size_t>(L),
+                                                              std::vector<std::vector<std::string>>(accs.size()));
+    c = 0;
+    for (size_t k = 0; k < accs.size(); ++k)
+      for (size_t i = 0; i < accs[k]->types.size(); ++i, ++c) {
+        const std::string& ty = accs[k]->types[i];
+        std::string v = w.assign("llvm.load " + entry(p, c, ty) + " {alignment = " + alignOf(ty) + " : i64} : !llvm.ptr<1> -> " +
+                                 vecType(ty));
+        for (int l = 0; l < L; ++l)
+          theirs[static_cast<size_t>(l)][k].push_back(
+              L > 1 ? w.assign("llvm.extractelement " + v + "[" + w.integer(l, "i32") + " : i32] : " + vecType(ty)) : v);
+      }
+    for (int l = 0; l < L; ++l)
+      for (size_t k = 0; k < accs.size(); ++k) {
+        auto& m = merged[static_cast<size_t>(l)][k];
+        m = merge(w, *accs[k], m, theirs[static_cast<size_t>(l)][k]);
+      }
+  }
+  std::string step;
+  for (int l = 0; l < L; ++l)
+    for (size_t k = 0; k < accs.size(); ++k)
+      for (const std::string& v : merged[static_cast<size_t>(l)][k]) step += (step.empty() ? "" : ", ") + v;
+  w.line("scf.yield " + step + " : " + loopTypes);
+  w.dedent();
+  w.line("}");
+  std::string yield;
+  for (int j = 0; j < n; ++j) yield += (j ? ", " : "") + folded + "#" + std::to_string(j);
+  w.line("scf.yield " + yield + " : " + types);
+  w.dedent();
+  w.line("} else {");
+  w.indent();
+  w.line("scf.yield " + own + " : " + types);
+  w.dedent();
+  w.line("}");
+  n = 0;
+  for (int l = 0; l < L; ++l)
+    for (size_t k = 0; k < accs.size(); ++k)
+      for (size_t i = 0; i < accs[k]->types.size(); ++i) lanes[static_cast<size_t>(l)][k][i] = res + "#" + std::to_string(n++);
+}
+
 // The bytes a block receives per row when the held cluster row's single
 // exchange goes by st.async (every accumulator at one level, components of
 // 4 or 8 bytes, C pushes); 0 where the cluster barrier stays.
@@ -1233,6 +1396,7 @@ std::vector<std::vector<std::string>> RowEmitter::loopOver(
   // In a cluster, the block's part of the row (columns are block-local).
   Dim nd = dom_[k_ - 1];
   if (cfg_.cluster > 1) nd = Dim(nd.size / cfg_.cluster);
+  if (partLen_ > 0) nd = Dim(partLen_);
   // A block's part of a split row has a length of its own.
   const bool fixed = nd.isStatic() && splitLen_.empty();
   std::string n32 = !splitLen_.empty() ? splitLen_
@@ -1410,13 +1574,18 @@ void RowEmitter::levelLooped(int level) {
         }
     return s;
   });
+  std::vector<std::vector<std::vector<std::string>>> lanes;
   for (int rl = 0; rl < L; ++rl) {
     std::vector<std::vector<std::string>> lane(states.begin() + rl * H, states.begin() + (rl + 1) * H);
     for (size_t i = 0; i < H; ++i) lane[i] = crossThreadAcc(w, *here[i], lane[i]);
     mergeAcrossCluster(w, here, lane);  // the blocks' parts of the row
-    mergeAcrossGrid(w, here, lane);
+    if (!columnSplit()) mergeAcrossGrid(w, here, lane);
+    lanes.push_back(std::move(lane));
+  }
+  if (columnSplit()) mergeTileAcrossGrid(w, here, lanes);
+  for (int rl = 0; rl < L; ++rl) {
     swapLane(rl);  // each lane's results are its own row's
-    for (size_t i = 0; i < H; ++i) finalize(w, *here[i], lane[i]);
+    for (size_t i = 0; i < H; ++i) finalize(w, *here[i], lanes[static_cast<size_t>(rl)][i]);
     swapLane(rl);
   }
 }
@@ -1826,8 +1995,10 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   exchangeEntries_ = 0;
   exchangesThisRow_ = 0;
   splitLen_.clear();
+  partLen_ = 0;
   splitLast_.clear();
   splitParts_.clear();
+  tile_.clear();
   asyncBytes_ = asyncExchangeBytes();
   mbar0_.clear();
   rowCounter_.clear();
@@ -1891,18 +2062,60 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   Poly rowsPoly = Poly::constant(1);
   for (int j = 0; j + 1 < k_; ++j) rowsPoly = rowsPoly * Poly::of(dom_[j]);
   std::string rowValid;
+  rowValid_.clear();
+  // A split row's part (split > 1): block `rank64` (i64) of the row's S'
+  // (splitParts_) reduces P columns from rank * P (P: whole steps of the
+  // entry, about N / S'; the last parts shorter or empty).
+  auto splitPart = [&](const std::string& rank64) {
+    rank_ = pre.assign("arith.trunci " + rank64 + " : i64 to i32");
+    const Dim& n = dom_[k_ - 1];
+    const int64_t step = static_cast<int64_t>(cfg_.threadsPerRow) * vector_ * cfg_.unroll;
+    std::string n64 = n.isStatic() ? pre.integer(n.size, "i64") : dimArg_.at(n.name);
+    auto ceilDiv = [&](const std::string& v, const std::string& d) {
+      return pre.assign("arith.divui " + pre.assign("arith.addi " + v + ", " + pre.assign("arith.subi " + d + ", " + pre.integer(1, "i64") + " : i64") + " : i64") +
+                        ", " + d + " : i64");
+    };
+    std::string stepV = pre.integer(step, "i64");
+    std::string part = pre.assign("arith.muli " + ceilDiv(ceilDiv(n64, splitParts_), stepV) + ", " + stepV + " : i64");
+    std::string start = pre.assign("arith.minui " + pre.assign("arith.muli " + rank64 + ", " + part + " : i64") + ", " + n64 + " : i64");
+    std::string len = pre.assign("arith.minui " + pre.assign("arith.subi " + n64 + ", " + start + " : i64") + ", " + part + " : i64");
+    colBase64_ = start;
+    colBase_ = pre.assign("arith.trunci " + start + " : i64 to i32");
+    splitLen_ = pre.assign("arith.trunci " + len + " : i64 to i32");
+  };
   if (rowsPerBlock > 1) {
     t_ = pre.assign("arith.andi " + tid + ", " + pre.integer(T - 1, "i32") + " : i32");
     int shift = 0;
     while ((1 << shift) < T) ++shift;
     std::string inBlock = pre.assign("arith.extui " + pre.assign("arith.shrui " + tid + ", " + pre.integer(shift, "i32") + " : i32") +
                                      " : i32 to i64");
-    std::string r = pre.assign("arith.addi " + pre.assign("arith.muli " + bid + ", " + pre.integer(rowsPerBlock, "i64") + " : i64") +
+    // A split column form: block b reduces part b / tiles of the rows of
+    // tile b % tiles (consecutive blocks read adjacent rows' values at the
+    // same columns, as the unsplit form's do).
+    std::string tile = bid;
+    if (columnSplit()) {
+      std::string tiles = pre.integer(splitTiles(), "i64");
+      std::string rank64 = pre.assign("arith.divui " + bid + ", " + tiles + " : i64");
+      tile = pre.assign("arith.subi " + bid + ", " + pre.assign("arith.muli " + rank64 + ", " + tiles + " : i64") + " : i64");
+      tile_ = tile;
+      splitParts_ = pre.integer(splitBlocksPerTile(), "i64");
+      splitPart(rank64);
+      // Parts of whole steps, all of one length: a static loop (with the
+      // length a kernel argument, ptxas unrolls the loop further, into
+      // twice or three times the registers).
+      const int64_t n = dom_[k_ - 1].size, parts = splitBlocksPerTile();
+      if (n % (parts * cfg_.unroll) == 0) {
+        splitLen_.clear();
+        partLen_ = n / parts;
+      }
+    }
+    std::string r = pre.assign("arith.addi " + pre.assign("arith.muli " + tile + ", " + pre.integer(rowsPerBlock, "i64") + " : i64") +
                                ", " + inBlock + " : i64");
     // Lanes: the thread's first row (its rows are consecutive).
     if (cfg_.lanes > 1) r = pre.assign("arith.muli " + r + ", " + pre.integer(cfg_.lanes, "i64") + " : i64");
     std::string rows = poly(rowsPoly);
     rowValid = pre.assign("arith.cmpi ult, " + r + ", " + rows + " : i64");
+    rowValid_ = rowValid;
     // Rows past the end compute the last row again (every lane of a warp
     // must take part in the shuffles) and store nothing.
     std::string last = pre.assign("arith.subi " + rows + ", " + pre.integer(cfg_.lanes, "i64") + " : i64");
@@ -1968,22 +2181,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     std::string grid = pre.assign("arith.index_cast " + pre.assign("gpu.grid_dim x") + " : index to i64");
     splitParts_ = pre.assign("arith.divui " + grid + ", " + pre.integer(staticRowCount(), "i64") + " : i64");
     r_ = pre.assign("arith.divui " + bid + ", " + splitParts_ + " : i64");
-    std::string rank64 = pre.assign("arith.subi " + bid + ", " + pre.assign("arith.muli " + r_ + ", " + splitParts_ + " : i64") + " : i64");
-    rank_ = pre.assign("arith.trunci " + rank64 + " : i64 to i32");
-    const Dim& n = dom_[k_ - 1];
-    const int64_t step = static_cast<int64_t>(cfg_.threadsPerRow) * vector * cfg_.unroll;
-    std::string n64 = n.isStatic() ? pre.integer(n.size, "i64") : dimArg_.at(n.name);
-    auto ceilDiv = [&](const std::string& v, const std::string& d) {
-      return pre.assign("arith.divui " + pre.assign("arith.addi " + v + ", " + pre.assign("arith.subi " + d + ", " + pre.integer(1, "i64") + " : i64") + " : i64") +
-                        ", " + d + " : i64");
-    };
-    std::string stepV = pre.integer(step, "i64");
-    std::string part = pre.assign("arith.muli " + ceilDiv(ceilDiv(n64, splitParts_), stepV) + ", " + stepV + " : i64");
-    std::string start = pre.assign("arith.minui " + pre.assign("arith.muli " + rank64 + ", " + part + " : i64") + ", " + n64 + " : i64");
-    std::string len = pre.assign("arith.minui " + pre.assign("arith.subi " + n64 + ", " + start + " : i64") + ", " + part + " : i64");
-    colBase64_ = start;
-    colBase_ = pre.assign("arith.trunci " + start + " : i64 to i32");
-    splitLen_ = pre.assign("arith.trunci " + len + " : i64 to i32");
+    splitPart(pre.assign("arith.subi " + bid + ", " + pre.assign("arith.muli " + r_ + ", " + splitParts_ + " : i64") + " : i64"));
   } else if (loopRows) {
     t_ = tid;
     r_ = row.fresh();
@@ -2471,7 +2669,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     k.entries.push_back({name + "_s1", false});
   }
   std::string mlir = "module attributes {gpu.container_module} {\n  gpu.module @kiln_kernels {\n";
-  if (cfg_.threadsPerRow > 32 || tail_ || cfg_.stage || cfg_.prefetch)
+  if (cfg_.threadsPerRow > 32 || tail_ || cfg_.stage || cfg_.prefetch || columnSplit())
     mlir += "    llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>\n";
   if (tail_) mlir += tailFn_.text;
   out.mlir = mlir + body + "  }\n}\n";
@@ -2502,9 +2700,15 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     // counter, then S states of splitEntries_ components. A workspace
     // tensor of this kernel's own, zero when allocated; each row's last
     // block puts its counter back to zero.
+    // (The column form's: the tiles' counters, then per component the
+    // parts' states of every row, see mergeTileAcrossGrid.)
+    const int64_t entries =
+        columnSplit() ? (splitTiles() + 1) / 2 * 2 + splitBlocksPerTile() * splitEntries_ * splitTiles() *
+                                                         (cfg_.threads / cfg_.threadsPerRow) * cfg_.lanes
+                      : staticRowCount() * (1 + static_cast<int64_t>(cfg_.split) * splitEntries_);
     k.tensors.push_back({.name = name + "_parts",
                          .dtype = DType::I64,
-                         .shape = {Dim(staticRowCount() * (1 + static_cast<int64_t>(cfg_.split) * splitEntries_))},
+                         .shape = {Dim(entries)},
                          .output = true,
                          .workspace = true,
                          .alignment = 0});
@@ -2537,7 +2741,14 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   if (V > 1 && cfg_.oneStep > 0)
     k.launch.oneStepRange.push_back({dom_[k_ - 1].name, 0, static_cast<int64_t>(cfg_.threadsPerRow) * V * cfg_.oneStep});
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
-  if (cfg_.split > 1) {
+  if (columnSplit()) {
+    // S' blocks per tile of rows, the parts' blocks of every tile in turn
+    // (a static count: the column form's rows are static); the last
+    // block's flag in shared memory.
+    k.launch.iterShape = {Dim(splitTiles() * splitBlocksPerTile())};
+    k.launch.elementsPerBlock = 1;
+    k.launch.sharedBytes = std::max(k.launch.sharedBytes, 16);
+  } else if (cfg_.split > 1) {
     // Each row gets one block per step of its values, at most S (the
     // config's split): S' blocks per row (the kernel divides the grid by the
     // rows), at least one (an empty row's result is the identity's). The
@@ -2909,8 +3120,21 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
     int bytesPerColumn = 0;
     for (int id : g.params())
       if (g.node(id).op == Op::Input) bytesPerColumn += dtypeSize(g.node(id).dtype);
+    // Few rows (a column reduction of few outputs, which the planner leaves
+    // whole): each tile of rows split across S blocks (config split), S the
+    // most with rows x S at most 262144 threads and parts of at least 256
+    // values, as the planner's two kernels of parts had (session 18).
+    int64_t S = 1;
+    if (!gridTail && staticRows > 0 && staticRows < 65536)
+      while (staticRows * S * 2 <= 262144 && N / (S * 2) >= 256) S *= 2;
+    c.split = static_cast<int>(S);
+    // Left alone, nvJitLink gives the split kernel about 254 registers (its
+    // part loop's loads and the merge's, hoisted: two blocks per SM); six
+    // blocks of 128 threads per SM cap it at 80, what the planner's kernel
+    // of parts had, without spills.
+    if (S > 1) c.minBlocks = 6;
     c.lanes = maxLanes(g, d);
-    while (c.lanes > 1 && staticRows > 0 && staticRows / c.lanes < 384 * static_cast<int64_t>(options.smCount))
+    while (c.lanes > 1 && staticRows > 0 && staticRows * S / c.lanes < 384 * static_cast<int64_t>(options.smCount))
       c.lanes /= 2;
     c.unroll = static_cast<int>(std::clamp<int64_t>(128 / std::max(1, bytesPerColumn * c.lanes), 4, 16));
     return c;
@@ -3578,13 +3802,17 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   }
   // A split row (see RowConfig::split): the looped form, one block per row
   // part of at least 64 threads (the flag and the trees in shared memory),
-  // a static row count (the workspace's size), nothing else that shapes
-  // the grid; one pass, so no L2 hints.
+  // or the column form (one thread per row, no vectors along it, a static
+  // row length: the parts per tile of rows are the kernel's constant), a
+  // static row count (the workspace's size), nothing else that shapes the
+  // grid; one pass, so no L2 hints.
   if (c.split > 1) {
     bool staticRows = true;
     for (size_t a = 0; a + 1 < d.size(); ++a) staticRows = staticRows && d[a].isStatic();
+    const bool rowForm = c.threadsPerRow >= 64 && c.lanes == 1;
+    const bool columnForm = c.threadsPerRow == 1 && c.threads >= 32 && c.vector == 1 && d.back().isStatic();
     const bool fit = !c.persistent && c.cluster == 1 && !c.stage && !c.prefetch && !c.plainRowLoop &&
-                     c.threadsPerRow >= 64 && c.lanes == 1 && !tail && staticRows;
+                     (rowForm || columnForm) && !tail && staticRows;
     if (!fit) c.split = 1;
     else c.evict = 0;
   }
