@@ -3528,7 +3528,7 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   };
   add(h);
   const Dim nd = domainOf(g).back();
-  if (h.split > 1)
+  if (h.split > 1 && h.threadsPerRow >= 32)
     // A split row: as many blocks per row and a quarter to twice as many,
     // at 256 and 512 threads, 4 or 8 vectors per step.
     for (int S = std::max(2, h.split / 4); S <= std::min(1024, 2 * h.split); S *= 2)
@@ -3567,6 +3567,18 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
           c.lanes = lanes;
           add(c);
         }
+    // Split across blocks: half and twice the parts, and without the
+    // register cap.
+    if (h.split > 1) {
+      for (int S : {h.split / 2, h.split * 2}) {
+        RowConfig c = h;
+        c.split = std::clamp(S, 1, 1024);
+        add(c);
+      }
+      RowConfig c = h;
+      c.minBlocks = 0;
+      add(c);
+    }
   }
   if (!h.persistent) {
     // The heuristic streams (or the row is too long to hold): loop shapes.
