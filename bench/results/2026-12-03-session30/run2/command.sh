@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 30 call 2 (bundle ef5557c): the [gpu] tests of the two kernel
+# Session 30 call 2 (bundle fd7a906): the [gpu] tests of the two kernel
 # changes since 60134b9 -- column reductions split across blocks in one
 # kernel (every column test), and layernorm f32 1024x262144's rebuild
 # (re-landed in ee176c3: the composites, rebuilt kernels from unaligned
