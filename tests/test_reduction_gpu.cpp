@@ -1020,6 +1020,29 @@ TEST_CASE("a row statistic read along columns (x - sum(x, 1) of a square x) matc
     }
 }
 
+// The inputs and tolerances of a split reduction op (splitRowReductions):
+// sums of many values in another order, relative to their magnitude with
+// the inputs' mean kept away from 0; prod of signs; the arg ops over
+// integers in [-2, 2], so that extremes tie across the parts (the first
+// index wins).
+static test::RunOptions splitOpOptions(const std::string& name) {
+  test::RunOptions o;
+  if (name == "prod") signsOnly(o);
+  if (name == "sum" || name == "mean") {
+    o.ranges = {{"x", {0.5, 1.5}}};
+    o.tolScale = 4;
+  }
+  if (name == "var" || name == "std") o.tolScale = 4;
+  if (name == "argmax" || name == "argmin") {
+    o.ranges = {{"x", {-2.49, 2.49}}};
+    o.prepare = [](EvalInputs& in) {
+      HostTensor& x = in.tensors.at("x");
+      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::round(x.get(i)));
+    };
+  }
+  return o;
+}
+
 // A whole tensor (or a few rows) of dynamic or odd length: the row kernel
 // splits each row across blocks (config split), the row's last block to
 // finish merging their states. Lengths from one value (one block) to
@@ -1048,23 +1071,8 @@ TEST_CASE("rows split across blocks (a whole tensor of dynamic or odd length) ma
     if (lengths.empty()) lengths = {0};
     for (int64_t n : lengths) {
       INFO(c.name << " of " << typeToString(t, s.shape) << (s.lengths.empty() ? "" : " with N = " + std::to_string(n)));
-      test::RunOptions o;
+      test::RunOptions o = splitOpOptions(c.name);
       if (!s.lengths.empty()) o.dims["N"] = n;
-      if (c.name == "prod") signsOnly(o);
-      // Sums of millions of values in another order: relative to their
-      // magnitude, with the inputs' mean kept away from 0.
-      if (c.name == "sum" || c.name == "mean") {
-        o.ranges = {{"x", {0.5, 1.5}}};
-        o.tolScale = 4;
-      }
-      if (c.name == "var" || c.name == "std") o.tolScale = 4;
-      if (c.name == "argmax" || c.name == "argmin") {
-        o.ranges = {{"x", {-2.49, 2.49}}};
-        o.prepare = [](EvalInputs& in) {
-          HostTensor& x = in.tensors.at("x");
-          for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::round(x.get(i)));
-        };
-      }
       Kernel k = runAndCheck(g, o);
       INFO(k.explain());
       CHECK(k.compiled().kernels.size() == 1);
@@ -1092,20 +1100,7 @@ TEST_CASE("column reductions split across blocks in one kernel match the referen
     g.output("y", c.op(g.input("x", t, shape), axis));
     for (int launch = 0; launch < 2; ++launch) {
       INFO(c.name << " of " << typeToString(t, shape) << " over axis " << axis << ", launch " << launch);
-      test::RunOptions o;
-      if (c.name == "prod") signsOnly(o);
-      if (c.name == "sum" || c.name == "mean") {
-        o.ranges = {{"x", {0.5, 1.5}}};
-        o.tolScale = 4;
-      }
-      if (c.name == "var" || c.name == "std") o.tolScale = 4;
-      if (c.name == "argmax" || c.name == "argmin") {
-        o.ranges = {{"x", {-2.49, 2.49}}};
-        o.prepare = [](EvalInputs& in) {
-          HostTensor& x = in.tensors.at("x");
-          for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::round(x.get(i)));
-        };
-      }
+      test::RunOptions o = splitOpOptions(c.name);
       Kernel k = runAndCheck(g, o);
       INFO(k.explain());
       if (c.name != "logsumexp") {

@@ -194,6 +194,9 @@ class RowEmitter {
   // states at once, one counter per tile of rows.
   void mergeTileAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& accs,
                            std::vector<std::vector<std::vector<std::string>>>& lanes);
+  std::vector<std::string> lastBlockMerges(MlirWriter& w, const std::vector<std::string>& types,
+                                           const std::vector<std::string>& own,
+                                           const std::function<std::vector<std::string>()>& merged);
   // A split over blocks of several rows each (threads per row below 32: the
   // column form): the blocks of a tile of rows (threads / T x lanes rows)
   // reduce parts of those rows, and the tile's last block merges them.
@@ -1172,50 +1175,67 @@ void RowEmitter::mergeAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& a
   splitLast_ = countFinished(w, counter, "i64", [&](MlirWriter& b) {
     return b.assign("arith.subi " + splitParts_ + ", " + b.integer(1, "i64") + " : i64");
   }, true);
-  std::string types, own;
+  std::vector<std::string> types, own;
   for (size_t k = 0; k < accs.size(); ++k)
     for (size_t i = 0; i < accs[k]->types.size(); ++i) {
-      types += (types.empty() ? "" : ", ") + accs[k]->types[i];
-      own += (own.empty() ? "" : ", ") + states[k][i];
+      types.push_back(accs[k]->types[i]);
+      own.push_back(states[k][i]);
     }
+  std::vector<std::string> res = lastBlockMerges(w, types, own, [&] {
+    std::vector<std::vector<std::string>> merged;
+    for (const Acc* a : accs) merged.push_back(identity(w, *a));
+    std::string parts32 = w.assign("arith.trunci " + splitParts_ + " : i64 to i32");
+    for (int j = 0; j * T < S; ++j) {
+      std::string rank = j ? w.assign("arith.addi " + t_ + ", " + w.integer(static_cast<int64_t>(j) * T, "i32") + " : i32") : t_;
+      std::string valid = w.assign("arith.cmpi ult, " + rank + ", " + parts32 + " : i32");
+      rank = w.assign("arith.select " + valid + ", " + rank + ", " + w.integer(0, "i32") + " : i32");
+      c = 0;
+      for (size_t k = 0; k < accs.size(); ++k) {
+        std::vector<std::string> theirs;
+        for (size_t i = 0; i < accs[k]->types.size(); ++i, ++c)
+          theirs.push_back(w.assign("llvm.load " + entry(rank, c) + " {alignment = " + align(accs[k]->types[i]) +
+                                    " : i64} : !llvm.ptr<1> -> " + accs[k]->types[i]));
+        std::vector<std::string> next = merge(w, *accs[k], merged[k], theirs);
+        for (size_t i = 0; i < next.size(); ++i)
+          next[i] = w.assign("arith.select " + valid + ", " + next[i] + ", " + merged[k][i] + " : " + accs[k]->types[i]);
+        merged[k] = next;
+      }
+    }
+    std::vector<std::string> out;
+    for (size_t k = 0; k < accs.size(); ++k)
+      for (const std::string& v : crossThreadAcc(w, *accs[k], merged[k])) out.push_back(v);
+    return out;
+  });
+  c = 0;
+  for (size_t k = 0; k < accs.size(); ++k)
+    for (size_t i = 0; i < accs[k]->types.size(); ++i) states[k][i] = res[static_cast<size_t>(c++)];
+}
+
+// In every thread: `scf.if` the last block to finish (splitLast_), after a
+// gpu-scope fence, the states `merged()` emits, else the thread's own
+// (`own`, of `types`); the results' names.
+std::vector<std::string> RowEmitter::lastBlockMerges(MlirWriter& w, const std::vector<std::string>& types,
+                                                     const std::vector<std::string>& own,
+                                                     const std::function<std::vector<std::string>()>& merged) {
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
+    return out;
+  };
   std::string res = w.fresh();
-  w.line(res + ":" + std::to_string(E) + " = scf.if " + splitLast_ + " -> (" + types + ") {");
+  w.line(res + ":" + std::to_string(types.size()) + " = scf.if " + splitLast_ + " -> (" + joined(types) + ") {");
   w.indent();
   w.line(kFenceGpu);
-  std::vector<std::vector<std::string>> merged;
-  for (const Acc* a : accs) merged.push_back(identity(w, *a));
-  std::string parts32 = w.assign("arith.trunci " + splitParts_ + " : i64 to i32");
-  for (int j = 0; j * T < S; ++j) {
-    std::string rank = j ? w.assign("arith.addi " + t_ + ", " + w.integer(static_cast<int64_t>(j) * T, "i32") + " : i32") : t_;
-    std::string valid = w.assign("arith.cmpi ult, " + rank + ", " + parts32 + " : i32");
-    rank = w.assign("arith.select " + valid + ", " + rank + ", " + w.integer(0, "i32") + " : i32");
-    c = 0;
-    for (size_t k = 0; k < accs.size(); ++k) {
-      std::vector<std::string> theirs;
-      for (size_t i = 0; i < accs[k]->types.size(); ++i, ++c)
-        theirs.push_back(w.assign("llvm.load " + entry(rank, c) + " {alignment = " + align(accs[k]->types[i]) +
-                                  " : i64} : !llvm.ptr<1> -> " + accs[k]->types[i]));
-      std::vector<std::string> next = merge(w, *accs[k], merged[k], theirs);
-      for (size_t i = 0; i < next.size(); ++i)
-          next[i] = w.assign("arith.select " + valid + ", " + next[i] + ", " + merged[k][i] + " : " + accs[k]->types[i]);
-      merged[k] = next;
-    }
-  }
-  std::string yield;
-  for (size_t k = 0; k < accs.size(); ++k) {
-    merged[k] = crossThreadAcc(w, *accs[k], merged[k]);
-    for (const std::string& v : merged[k]) yield += (yield.empty() ? "" : ", ") + v;
-  }
-  w.line("scf.yield " + yield + " : " + types);
+  w.line("scf.yield " + joined(merged()) + " : " + joined(types));
   w.dedent();
   w.line("} else {");
   w.indent();
-  w.line("scf.yield " + own + " : " + types);
+  w.line("scf.yield " + joined(own) + " : " + joined(types));
   w.dedent();
   w.line("}");
-  c = 0;
-  for (size_t k = 0; k < accs.size(); ++k)
-    for (size_t i = 0; i < accs[k]->types.size(); ++i) states[k][i] = res + "#" + std::to_string(c++);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < types.size(); ++i) out.push_back(res + "#" + std::to_string(i));
+  return out;
 }
 
 int64_t RowEmitter::splitTiles() const {
@@ -1289,81 +1309,75 @@ void RowEmitter::mergeTileAcrossGrid(MlirWriter& w, const std::vector<const Acc*
   w.dedent();
   w.line("}");
   splitLast_ = countFinished(w, counter, "i64", [&](MlirWriter& b) { return b.integer(S - 1, "i64"); }, true);
-  std::string types, own;
-  int n = 0;
+  std::vector<std::string> types, own;
   for (int l = 0; l < L; ++l)
     for (size_t k = 0; k < accs.size(); ++k)
-      for (size_t i = 0; i < accs[k]->types.size(); ++i, ++n) {
-        types += (types.empty() ? "" : ", ") + accs[k]->types[i];
-        own += (own.empty() ? "" : ", ") + lanes[static_cast<size_t>(l)][k][i];
+      for (size_t i = 0; i < accs[k]->types.size(); ++i) {
+        types.push_back(accs[k]->types[i]);
+        own.push_back(lanes[static_cast<size_t>(l)][k][i]);
       }
-  std::string res = w.fresh();
-  w.line(res + ":" + std::to_string(n) + " = scf.if " + splitLast_ + " -> (" + types + ") {");
-  w.indent();
-  w.line(kFenceGpu);
-  // The parts in order, U at a time (their loads in flight together; all
-  // of them at once would take registers from the kernel's main loop).
-  int64_t U = 1;
-  while (U < 8 && S % (2 * U) == 0) U *= 2;
-  std::string init, loopTypes = types;
-  std::vector<std::string> args;
-  for (int l = 0; l < L; ++l)
-    for (const Acc* a : accs)
-      for (const std::string& v : identity(w, *a)) {
-        args.push_back(w.fresh());
-        init += (init.empty() ? "" : ", ") + args.back() + " = " + v;
-      }
-  std::string iv = w.fresh(), folded = w.fresh();
-  w.line(folded + ":" + std::to_string(n) + " = scf.for " + iv + " = " + w.integer(0, "i64") + " to " + w.integer(S, "i64") +
-         " step " + w.integer(U, "i64") + " iter_args(" + init + ") -> (" + loopTypes + ") : i64 {");
-  w.indent();
-  std::vector<std::vector<std::vector<std::string>>> merged(static_cast<size_t>(L));
-  size_t at = 0;
-  for (int l = 0; l < L; ++l)
-    for (const Acc* a : accs) {
-      merged[static_cast<size_t>(l)].push_back({});
-      for (size_t i = 0; i < a->types.size(); ++i) merged[static_cast<size_t>(l)].back().push_back(args[at++]);
-    }
-  for (int64_t u = 0; u < U; ++u) {
-    std::string p = u ? w.assign("arith.addi " + iv + ", " + w.integer(u, "i64") + " : i64") : iv;
-    std::vector<std::vector<std::vector<std::string>>> theirs(static_cast<size_t>(L),
-                                                              std::vector<std::vector<std::string>>(accs.size()));
-    c = 0;
-    for (size_t k = 0; k < accs.size(); ++k)
-      for (size_t i = 0; i < accs[k]->types.size(); ++i, ++c) {
-        const std::string& ty = accs[k]->types[i];
-        std::string v = w.assign("llvm.load " + entry(p, c, ty) + " {alignment = " + alignOf(ty) + " : i64} : !llvm.ptr<1> -> " +
-                                 vecType(ty));
-        for (int l = 0; l < L; ++l)
-          theirs[static_cast<size_t>(l)][k].push_back(
-              L > 1 ? w.assign("llvm.extractelement " + v + "[" + w.integer(l, "i32") + " : i32] : " + vecType(ty)) : v);
-      }
+  const size_t n = types.size();
+  std::vector<std::string> res = lastBlockMerges(w, types, own, [&] {
+    // The parts in order, U at a time (their loads in flight together; all
+    // of them at once would take registers from the kernel's main loop).
+    int64_t U = 1;
+    while (U < 8 && S % (2 * U) == 0) U *= 2;
+    std::string init;
+    std::vector<std::string> args;
     for (int l = 0; l < L; ++l)
-      for (size_t k = 0; k < accs.size(); ++k) {
-        auto& m = merged[static_cast<size_t>(l)][k];
-        m = merge(w, *accs[k], m, theirs[static_cast<size_t>(l)][k]);
+      for (const Acc* a : accs)
+        for (const std::string& v : identity(w, *a)) {
+          args.push_back(w.fresh());
+          init += (init.empty() ? "" : ", ") + args.back() + " = " + v;
+        }
+    std::string typeList;
+    for (const std::string& t : types) typeList += (typeList.empty() ? "" : ", ") + t;
+    std::string iv = w.fresh(), folded = w.fresh();
+    w.line(folded + ":" + std::to_string(n) + " = scf.for " + iv + " = " + w.integer(0, "i64") + " to " + w.integer(S, "i64") +
+           " step " + w.integer(U, "i64") + " iter_args(" + init + ") -> (" + typeList + ") : i64 {");
+    w.indent();
+    std::vector<std::vector<std::vector<std::string>>> merged(static_cast<size_t>(L));
+    size_t at = 0;
+    for (int l = 0; l < L; ++l)
+      for (const Acc* a : accs) {
+        merged[static_cast<size_t>(l)].push_back({});
+        for (size_t i = 0; i < a->types.size(); ++i) merged[static_cast<size_t>(l)].back().push_back(args[at++]);
       }
-  }
-  std::string step;
+    for (int64_t u = 0; u < U; ++u) {
+      std::string p = u ? w.assign("arith.addi " + iv + ", " + w.integer(u, "i64") + " : i64") : iv;
+      std::vector<std::vector<std::vector<std::string>>> theirs(static_cast<size_t>(L),
+                                                                std::vector<std::vector<std::string>>(accs.size()));
+      int c = 0;
+      for (size_t k = 0; k < accs.size(); ++k)
+        for (size_t i = 0; i < accs[k]->types.size(); ++i, ++c) {
+          const std::string& ty = accs[k]->types[i];
+          std::string v = w.assign("llvm.load " + entry(p, c, ty) + " {alignment = " + alignOf(ty) +
+                                   " : i64} : !llvm.ptr<1> -> " + vecType(ty));
+          for (int l = 0; l < L; ++l)
+            theirs[static_cast<size_t>(l)][k].push_back(
+                L > 1 ? w.assign("llvm.extractelement " + v + "[" + w.integer(l, "i32") + " : i32] : " + vecType(ty)) : v);
+        }
+      for (int l = 0; l < L; ++l)
+        for (size_t k = 0; k < accs.size(); ++k) {
+          auto& m = merged[static_cast<size_t>(l)][k];
+          m = merge(w, *accs[k], m, theirs[static_cast<size_t>(l)][k]);
+        }
+    }
+    std::string step;
+    for (int l = 0; l < L; ++l)
+      for (size_t k = 0; k < accs.size(); ++k)
+        for (const std::string& v : merged[static_cast<size_t>(l)][k]) step += (step.empty() ? "" : ", ") + v;
+    w.line("scf.yield " + step + " : " + typeList);
+    w.dedent();
+    w.line("}");
+    std::vector<std::string> out;
+    for (size_t j = 0; j < n; ++j) out.push_back(folded + "#" + std::to_string(j));
+    return out;
+  });
+  size_t j = 0;
   for (int l = 0; l < L; ++l)
     for (size_t k = 0; k < accs.size(); ++k)
-      for (const std::string& v : merged[static_cast<size_t>(l)][k]) step += (step.empty() ? "" : ", ") + v;
-  w.line("scf.yield " + step + " : " + loopTypes);
-  w.dedent();
-  w.line("}");
-  std::string yield;
-  for (int j = 0; j < n; ++j) yield += (j ? ", " : "") + folded + "#" + std::to_string(j);
-  w.line("scf.yield " + yield + " : " + types);
-  w.dedent();
-  w.line("} else {");
-  w.indent();
-  w.line("scf.yield " + own + " : " + types);
-  w.dedent();
-  w.line("}");
-  n = 0;
-  for (int l = 0; l < L; ++l)
-    for (size_t k = 0; k < accs.size(); ++k)
-      for (size_t i = 0; i < accs[k]->types.size(); ++i) lanes[static_cast<size_t>(l)][k][i] = res + "#" + std::to_string(n++);
+      for (size_t i = 0; i < accs[k]->types.size(); ++i) lanes[static_cast<size_t>(l)][k][i] = res[j++];
 }
 
 // The bytes a block receives per row when the held cluster row's single
