@@ -123,10 +123,16 @@ TEST_CASE("a multi-kernel graph with a workspace and scalars survives the disk c
   g.output("s", sum(g.input("v", DType::BF16, {"N"})));
   // A row kernel configured for a range of its dynamic row length.
   g.output("p", softmax(g.input("u", DType::F32, {"R", "L"}), -1));
+  // A column sum of few outputs: the column form split across blocks (a
+  // grid of tiles x parts, a workspace of its own).
+  g.output("c", sum(g.input("w", DType::F32, {8192, 512}), {0}));
   compiler::CompileOptions o;
   compiler::CompiledGraph first = compileGraphCached(g, o, true, &fc.cache);
   REQUIRE(first.kernels.size() >= 2);
   REQUIRE(!first.workspace.empty());
+  REQUIRE(std::any_of(first.kernels.begin(), first.kernels.end(), [](const compiler::CompiledKernel& k) {
+    return k.config.find("\"threads_per_row\": 1,") != std::string::npos && k.config.find("\"split\"") != std::string::npos;
+  }));
   // The mean over R rows counts them in 32 bits: a bound on R to carry over.
   REQUIRE(std::any_of(first.kernels.begin(), first.kernels.end(),
                       [](const compiler::CompiledKernel& k) { return !k.launch.dimBounds.empty(); }));
