@@ -2061,3 +2061,36 @@ TEST_CASE("every composite and reduction op compiles spill-free in every dynamic
     CHECK(ranged >= static_cast<int>(cases.size()));
   }
 }
+
+// A looped row of a dynamic length may be split across a cluster by a
+// config (not the heuristic's, nor in the tuner's space): each block's part
+// of whole steps is computed at launch, so any length compiles, spill-free;
+// a held (persistent) cluster still needs a static length.
+TEST_CASE("a looped cluster over a dynamic row length compiles as a config", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  o.rowConfigOverride = R"({"persistent": 0, "evict": 1, "threads_per_row": 512, "cluster": 16})";
+  for (DType t : {DType::F32, DType::BF16}) {
+    INFO(dtypeName(t));
+    Graph g;
+    g.output("y", softmax(g.input("x", t, {"R", "N"})));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() == 1);
+    INFO(ks[0].config);
+    CHECK_THAT(ks[0].config, Contains("\"cluster\": 16") && Contains("\"persistent\": 0"));
+    CHECK(ks[0].launch.cluster == 16);
+    checkKernelArtifacts(ks[0]);
+    CHECK_THAT(ks[0].ptx, Contains("barrier.cluster"));
+  }
+  {
+    // The heuristic does not cluster a dynamic row, and a held cluster
+    // needs a static one.
+    Graph g;
+    g.output("y", softmax(g.input("x", DType::F32, {"R", "N"})));
+    compiler::CompileOptions h;
+    h.dimHints["N"] = 262144;
+    for (const auto& k : compiler::compileGraph(g, h).kernels) CHECK_THAT(k.config, !Contains("cluster"));
+    compiler::CompileOptions held;
+    held.rowConfigOverride = R"({"persistent": 1, "threads_per_row": 512, "cluster": 16})";
+    for (const auto& k : compiler::compileGraph(g, held).kernels) CHECK_THAT(k.config, !Contains("cluster"));
+  }
+}

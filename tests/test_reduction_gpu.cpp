@@ -392,6 +392,40 @@ TEST_CASE("rows split across a thread-block cluster match the reference", "[gpu]
   CHECK(k.explain().find(want) != std::string::npos);
 }
 
+// A looped row of a dynamic length split across a cluster (a config, not
+// yet the heuristic's): each block reduces a part of whole steps computed
+// at launch (the last shorter or empty), the parts' states merged per pass
+// through the cluster. Every reduction op and composite, lengths from one
+// value (parts past the row's end empty) to beyond 262144, odd lengths (the
+// scalar entry) among them, one compiled kernel per case.
+TEST_CASE("rows of a dynamic length split across a looped cluster (a config) match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  if (!test::hasClusters()) {
+    WARN("SKIPPED: row clusters need an sm_90 GPU");
+    return;
+  }
+  struct C {
+    int threads, cluster;
+  };
+  const C c = GENERATE(C{512, 16}, C{256, 8});
+  const std::string config = "{\"persistent\": 0, \"evict\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
+                             ", \"cluster\": " + std::to_string(c.cluster) + "}";
+  std::vector<test::GraphCase> cases = test::reductionSweep({"R", "N"}, {false});
+  for (DType t : {DType::F32, DType::BF16})
+    for (test::GraphCase& g : test::rowComposites(t, {"R", "N"})) cases.push_back(std::move(g));
+  const size_t n = test::reductionSweep({"R", "N"}, {false}).size() + 2 * test::rowComposites(DType::F32, {"R", "N"}).size();
+  const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, n)));
+  for (int64_t len : {int64_t{1}, int64_t{4096}, int64_t{100003}, int64_t{262152}}) {
+    INFO(g.label << " with N = " << len << ", " << config);
+    test::RunOptions o = optionsFor(g, 20);
+    o.dims["N"] = len;
+    o.compile.rowConfigOverride = config;
+    Kernel k = runAndCheck(g.graph, o);
+    INFO(k.explain());
+    CHECK(k.explain().find("clusters of " + std::to_string(c.cluster) + " blocks") != std::string::npos);
+  }
+}
+
 // Fewer long rows than half the SMs: the heuristic splits each row across
 // a cluster of up to 8 blocks (softmax over a vocabulary for a few
 // sequences), with no config override; every composite, static row counts.

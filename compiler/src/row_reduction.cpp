@@ -1409,7 +1409,7 @@ std::vector<std::vector<std::string>> RowEmitter::loopOver(
   const int T = cfg_.threadsPerRow, V = vector_, U = cfg_.unroll;
   // In a cluster, the block's part of the row (columns are block-local).
   Dim nd = dom_[k_ - 1];
-  if (cfg_.cluster > 1) nd = Dim(nd.size / cfg_.cluster);
+  if (cfg_.cluster > 1 && nd.isStatic()) nd = Dim(nd.size / cfg_.cluster);
   if (partLen_ > 0) nd = Dim(partLen_);
   // A block's part of a split row has a length of its own.
   const bool fixed = nd.isStatic() && splitLen_.empty();
@@ -2183,8 +2183,14 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // of the cluster has started: a cluster barrier first.
     pre.line("nvvm.cluster.arrive {aligned}");
     pre.line("nvvm.cluster.wait {aligned}");
-    colBase_ = pre.assign("arith.muli " + rank_ + ", " + pre.integer(dom_[k_ - 1].size / cfg_.cluster, "i32") + " : i32");
-    colBase64_ = pre.assign("arith.extui " + colBase_ + " : i32 to i64");
+    if (dom_[k_ - 1].isDynamic()) {
+      // A looped row of a dynamic length: the block's part of whole steps.
+      splitParts_ = pre.integer(cfg_.cluster, "i64");
+      splitPart(pre.assign("arith.extui " + rank_ + " : i32 to i64"));
+    } else {
+      colBase_ = pre.assign("arith.muli " + rank_ + ", " + pre.integer(dom_[k_ - 1].size / cfg_.cluster, "i32") + " : i32");
+      colBase64_ = pre.assign("arith.extui " + colBase_ + " : i32 to i64");
+    }
   } else if (split) {
     // The launch gives each row the same number of blocks, S' (at most
     // config split, fewer for a short row: one per step of the row, see
@@ -3780,10 +3786,15 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                 " needs thread-block clusters (sm_90 or newer); the target is sm_" + std::to_string(sm));
   if (c.cluster > 1) {
     // A cluster splits a held row into equal whole-vector parts, one block
-    // each; where that cannot be, one block per row.
+    // each; where that cannot be, one block per row. A looped row of a
+    // dynamic length splits at launch, into parts of whole steps (the last
+    // shorter), as a split row's (a config only: not the heuristic's or
+    // the tuner's yet, its GPU tests have not run).
     int v = std::max(1, c.vector);
     while (v > 1 && d.back().isStatic() && d.back().size % v != 0) v /= 2;
-    if (d.back().isDynamic() || d.back().size % (static_cast<int64_t>(c.cluster) * v) != 0 || c.threadsPerRow <= 32)
+    const bool dynamicLoop = d.back().isDynamic() && !c.persistent;
+    if ((!dynamicLoop && (d.back().isDynamic() || d.back().size % (static_cast<int64_t>(c.cluster) * v) != 0)) ||
+        c.threadsPerRow <= 32)
       c.cluster = 1;
     else
       c.threads = c.threadsPerRow;
