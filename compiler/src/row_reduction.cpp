@@ -1211,26 +1211,28 @@ void RowEmitter::mergeAcrossGrid(MlirWriter& w, const std::vector<const Acc*>& a
     for (size_t i = 0; i < accs[k]->types.size(); ++i) states[k][i] = res[static_cast<size_t>(c++)];
 }
 
+// "a, b, c".
+static std::string commaList(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
 // In every thread: `scf.if` the last block to finish (splitLast_), after a
 // gpu-scope fence, the states `merged()` emits, else the thread's own
 // (`own`, of `types`); the results' names.
 std::vector<std::string> RowEmitter::lastBlockMerges(MlirWriter& w, const std::vector<std::string>& types,
                                                      const std::vector<std::string>& own,
                                                      const std::function<std::vector<std::string>()>& merged) {
-  auto joined = [](const std::vector<std::string>& v) {
-    std::string out;
-    for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
-    return out;
-  };
   std::string res = w.fresh();
-  w.line(res + ":" + std::to_string(types.size()) + " = scf.if " + splitLast_ + " -> (" + joined(types) + ") {");
+  w.line(res + ":" + std::to_string(types.size()) + " = scf.if " + splitLast_ + " -> (" + commaList(types) + ") {");
   w.indent();
   w.line(kFenceGpu);
-  w.line("scf.yield " + joined(merged()) + " : " + joined(types));
+  w.line("scf.yield " + commaList(merged()) + " : " + commaList(types));
   w.dedent();
   w.line("} else {");
   w.indent();
-  w.line("scf.yield " + joined(own) + " : " + joined(types));
+  w.line("scf.yield " + commaList(own) + " : " + commaList(types));
   w.dedent();
   w.line("}");
   std::vector<std::string> out;
@@ -1330,8 +1332,7 @@ void RowEmitter::mergeTileAcrossGrid(MlirWriter& w, const std::vector<const Acc*
           args.push_back(w.fresh());
           init += (init.empty() ? "" : ", ") + args.back() + " = " + v;
         }
-    std::string typeList;
-    for (const std::string& t : types) typeList += (typeList.empty() ? "" : ", ") + t;
+    const std::string typeList = commaList(types);
     std::string iv = w.fresh(), folded = w.fresh();
     w.line(folded + ":" + std::to_string(n) + " = scf.for " + iv + " = " + w.integer(0, "i64") + " to " + w.integer(S, "i64") +
            " step " + w.integer(U, "i64") + " iter_args(" + init + ") -> (" + typeList + ") : i64 {");
@@ -1363,11 +1364,11 @@ void RowEmitter::mergeTileAcrossGrid(MlirWriter& w, const std::vector<const Acc*
           m = merge(w, *accs[k], m, theirs[static_cast<size_t>(l)][k]);
         }
     }
-    std::string step;
+    std::vector<std::string> step;
     for (int l = 0; l < L; ++l)
       for (size_t k = 0; k < accs.size(); ++k)
-        for (const std::string& v : merged[static_cast<size_t>(l)][k]) step += (step.empty() ? "" : ", ") + v;
-    w.line("scf.yield " + step + " : " + typeList);
+        for (const std::string& v : merged[static_cast<size_t>(l)][k]) step.push_back(v);
+    w.line("scf.yield " + commaList(step) + " : " + typeList);
     w.dedent();
     w.line("}");
     std::vector<std::string> out;
