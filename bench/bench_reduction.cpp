@@ -654,13 +654,21 @@ StreamTime backToBack(const std::function<void()>& fn, int calls = 100, int batc
   return {rt::summarizeSamples(us).medianUs};
 }
 
+std::vector<int64_t> dimValuesOf(const Case& c);
+
 // KILN_ROW_CONFIG: a row-reduction config override for every case (sweeps).
 // The heuristic's configs (no tuning database) unless KILN_ROW_CONFIG says
-// otherwise.
-kiln::CompileOptions benchOptions() {
+// otherwise. An overridden kernel builds no variant at launch, so a case of
+// a dynamic row length passes its length as the dim the kernel is built
+// for: a partial override merges onto the heuristic's config for the
+// launched length, as the variant's would.
+kiln::CompileOptions benchOptions(const Case& c) {
   kiln::CompileOptions o;
   o.tune = kiln::CompileOptions::Tune::Off;
-  if (const char* env = std::getenv("KILN_ROW_CONFIG")) o.rowConfigOverride = env;
+  if (const char* env = std::getenv("KILN_ROW_CONFIG")) {
+    o.rowConfigOverride = env;
+    if (c.flat) o.dims["N"] = dimValuesOf(c).at(0);
+  }
   return o;
 }
 
@@ -694,7 +702,7 @@ bool runCase(const Case& c) {
   if (c.flat) dims["N"] = dimValues.at(0);
   try {
     // The build these dims launch (a long dynamic row length: its variant).
-    k = compile(g, benchOptions()).forDims(dimValues);
+    k = compile(g, benchOptions(c)).forDims(dimValues);
   } catch (const std::exception& e) {
     std::printf("%-40s FAIL (compile): %s\n", c.name().c_str(), e.what());
     j["correct"] = false;
@@ -835,7 +843,7 @@ bool runCase(const Case& c) {
     }
     if (auto db = tuningDb()) {
       // Tuned: the same check and timing with the tuner's config.
-      kiln::CompileOptions to = benchOptions();
+      kiln::CompileOptions to = benchOptions(c);
       to.tune = kiln::CompileOptions::Tune::Always;
       to.tuningDatabase = db.get();
       auto t1 = std::chrono::steady_clock::now();
@@ -891,7 +899,7 @@ int compileOnly(const std::vector<Case>& cases) {
     try {
       auto t0 = std::chrono::steady_clock::now();
       // The build the case's dims launch (a long dynamic row length's variant).
-      Kernel k = compile(buildGraph(c, c.rows), benchOptions()).forDims(dimValuesOf(c));
+      Kernel k = compile(buildGraph(c, c.rows), benchOptions(c)).forDims(dimValuesOf(c));
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::printf("%-40s compiled: %s (%.0f ms)\n", c.name().c_str(), firstLine(k.explain()).c_str(), ms);
     } catch (const std::exception& e) {
