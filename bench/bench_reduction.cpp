@@ -902,6 +902,7 @@ int compileOnly(const std::vector<Case>& cases) {
       Kernel k = compile(buildGraph(c, c.rows), benchOptions(c)).forDims(dimValuesOf(c));
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::printf("%-40s compiled: %s (%.0f ms)\n", c.name().c_str(), firstLine(k.explain()).c_str(), ms);
+      for (const auto& ck : k.compiled().kernels) std::printf("    %s: %s\n", ck.name.c_str(), ck.config.c_str());
     } catch (const std::exception& e) {
       ++failed;
       std::printf("%-40s compile FAIL: %s\n", c.name().c_str(), firstLine(e.what()).c_str());

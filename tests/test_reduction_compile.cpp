@@ -1140,6 +1140,34 @@ TEST_CASE("looped rows keep 64 KB of loads in flight per SM", "[compile][reducti
   CHECK(rebuilt >= 3);  // layernorm bf16 at 8192 and 16384; rmsnorm bf16 at 8192
 }
 
+// A looped row left one block per SM whose second block spills at its
+// unroll (layernorm bf16 of a dynamic length near 32768: 107 registers at
+// 512 threads) is rebuilt at half the unroll with min_blocks 2 (session 31
+// call 2: 2.46 -> 3.71 TB/s); rows that already fit two blocks keep theirs.
+TEST_CASE("a looped row's second block comes from half the unroll where min_blocks alone spills", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  o.keepText = false;
+  o.dimHints["N"] = 32768;
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {Dim(4096), Dim("N")});
+  g.output("y", layernorm(x, g.input("w", DType::BF16, {Dim("N")}), g.input("b", DType::BF16, {Dim("N")})));
+  const compiler::CompiledKernel k = compiler::compileGraph(g, o).kernels.at(0);
+  INFO(k.config << "\n" << k.why);
+  CHECK_THAT(k.config, Contains("\"threads\": 512") && Contains("\"unroll\": 2") && Contains("\"min_blocks\": 2"));
+  CHECK_THAT(k.why, Contains("unroll 2, min_blocks 2: ptxas's registers left 1 block per SM"));
+  for (const compiler::ResourceReport& r : k.resources) {
+    INFO(r.kernel << ": " << r.registers << " registers");
+    CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
+    if (r.kernel.find("_s1") == std::string::npos) CHECK(r.registers <= 64);
+  }
+  // Softmax at the same length fits two blocks at unroll 4 (no rebuild).
+  Graph s;
+  s.output("y", softmax(s.input("x", DType::BF16, {Dim(4096), Dim("N")})));
+  const compiler::CompiledKernel ks = compiler::compileGraph(s, o).kernels.at(0);
+  INFO(ks.config);
+  CHECK_THAT(ks.config, Contains("\"unroll\": 4") && !Contains("min_blocks"));
+}
+
 // The occupancy rebuild (a looped row given min_blocks) patches the last
 // build's PTX with `.minnctapersm` and runs ptxas alone: its PTX, cubin and
 // resource report are the full lowering's of the same config (an override
@@ -2092,5 +2120,22 @@ TEST_CASE("a looped cluster over a dynamic row length compiles as a config", "[c
     compiler::CompileOptions held;
     held.rowConfigOverride = R"({"persistent": 1, "threads_per_row": 512, "cluster": 16})";
     for (const auto& k : compiler::compileGraph(g, held).kernels) CHECK_THAT(k.config, !Contains("cluster"));
+  }
+  {
+    // A one-step entry in a looped cluster: each block's part is one step,
+    // so the launcher takes the entry for rows of at most C x T x V x
+    // one_step values.
+    Graph g;
+    g.output("y", softmax(g.input("x", DType::F32, {"R", "N"})));
+    compiler::CompileOptions os;
+    os.rowConfigOverride = R"({"persistent": 0, "evict": 1, "threads_per_row": 512, "cluster": 16, "one_step": 8})";
+    const auto ks = compiler::compileGraph(g, os).kernels;
+    REQUIRE(ks.size() == 1);
+    INFO(ks[0].config);
+    CHECK_THAT(ks[0].config, Contains("\"cluster\": 16") && Contains("\"one_step\": 8"));
+    REQUIRE(ks[0].launch.oneStepRange.size() == 1);
+    CHECK(ks[0].launch.oneStepRange[0].max == 16 * 512 * 4 * 8);
+    CHECK(std::any_of(ks[0].entries.begin(), ks[0].entries.end(), [](const auto& e) { return e.oneStep; }));
+    checkKernelArtifacts(ks[0]);
   }
 }

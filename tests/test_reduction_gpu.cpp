@@ -405,17 +405,23 @@ TEST_CASE("rows of a dynamic length split across a looped cluster (a config) mat
     return;
   }
   struct C {
-    int threads, cluster;
+    int threads, cluster, oneStep;
   };
-  const C c = GENERATE(C{512, 16}, C{256, 8});
+  // The third holds each block's part in one step (one_step: the launcher
+  // takes that entry for vectorized rows of at most 512 x V x 8 x 16
+  // values, 262144 in f32, 524288 in 16-bit).
+  const C c = GENERATE(C{512, 16, 0}, C{256, 8, 0}, C{512, 16, 8});
   const std::string config = "{\"persistent\": 0, \"evict\": 1, \"threads_per_row\": " + std::to_string(c.threads) +
-                             ", \"cluster\": " + std::to_string(c.cluster) + "}";
+                             ", \"cluster\": " + std::to_string(c.cluster) +
+                             ", \"one_step\": " + std::to_string(c.oneStep) + "}";
   std::vector<test::GraphCase> cases = test::reductionSweep({"R", "N"}, {false});
   for (DType t : {DType::F32, DType::BF16})
     for (test::GraphCase& g : test::rowComposites(t, {"R", "N"})) cases.push_back(std::move(g));
   const size_t n = test::reductionSweep({"R", "N"}, {false}).size() + 2 * test::rowComposites(DType::F32, {"R", "N"}).size();
   const test::GraphCase& g = cases.at(GENERATE_COPY(range(size_t{0}, n)));
-  for (int64_t len : {int64_t{1}, int64_t{4096}, int64_t{100003}, int64_t{262152}}) {
+  const std::vector<int64_t> lens = c.oneStep ? std::vector<int64_t>{4096, 131080, 262144, 262152}
+                                               : std::vector<int64_t>{1, 4096, 100003, 262152};
+  for (int64_t len : lens) {
     INFO(g.label << " with N = " << len << ", " << config);
     test::RunOptions o = optionsFor(g, 20);
     o.dims["N"] = len;

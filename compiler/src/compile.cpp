@@ -520,6 +520,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
           tries.push_back(need);
           if (need > have + 1) tries.push_back(have + 1);
         }
+        bool rebuiltOk = false;
         for (int blocks : tries) {
           RowConfig c = cfg;
           c.minBlocks = blocks;
@@ -529,7 +530,34 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
           k = std::move(rebuilt);
           k.why += "; min_blocks " + std::to_string(blocks) + ": ptxas's registers left " + std::to_string(have) +
                    " block(s) per SM, " + std::to_string(have * perBlock / 1024) + " KB of loads in flight";
+          rebuiltOk = true;
           break;
+        }
+        // One block per SM whose second block spills (heavy 16-bit rows at
+        // 512 threads: layernorm's 107 registers): half the vectors per
+        // step, at the blocks that then reach kLoopBytesInFlight within
+        // kRowsInFlight, as the same loads in flight split over two blocks
+        // (one's passes and trees overlap the other's loads). Measured on
+        // the H200 (2026-12-03, session 31 call 2, dynamic N, TB/s, before
+        // -> unroll 2 and min_blocks 2 as a config): layernorm bf16 4096 x
+        // 32768 2.46 -> 3.71; softmax bf16 3.74 -> 3.71 (it has 2 blocks
+        // per SM already: not rebuilt).
+        if (!rebuiltOk && have == 1 && !tries.empty() && cfg.unroll >= 2) {
+          RowConfig c = cfg;
+          c.unroll /= 2;
+          const int64_t halfBlock = perBlock / 2;
+          int blocks = static_cast<int>(
+              std::min<int64_t>((kLoopBytesInFlight + halfBlock - 1) / halfBlock, kMaxThreadsPerSm / cfg.threads));
+          while (blocks > 2 && int64_t{blocks} * options.smCount * rowBytes > kRowsInFlight) --blocks;
+          c.minBlocks = blocks;
+          CompiledKernel rebuilt = buildRow(c);
+          if (!spills(rebuilt) && blocksPerSm(rebuilt, c.threads) >= 2) {
+            cfg = c;
+            k = std::move(rebuilt);
+            k.why += "; unroll " + std::to_string(c.unroll) + ", min_blocks " + std::to_string(blocks) +
+                     ": ptxas's registers left 1 block per SM, and " + std::to_string(tries.front()) +
+                     " at unroll " + std::to_string(c.unroll * 2) + " spilled";
+          }
         }
       }
       // The heuristic's config was chosen for a range of a dynamic row

@@ -2084,7 +2084,9 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   auto splitPart = [&](const std::string& rank64) {
     rank_ = pre.assign("arith.trunci " + rank64 + " : i64 to i32");
     const Dim& n = dom_[k_ - 1];
-    const int64_t step = static_cast<int64_t>(cfg_.threadsPerRow) * vector_ * cfg_.unroll;
+    // The one-step entry's step is its one step (a cluster's part of at
+    // most T x V x one_step values: the whole part held at once).
+    const int64_t step = static_cast<int64_t>(cfg_.threadsPerRow) * vector_ * (oneStepEntry_ ? cfg_.oneStep : cfg_.unroll);
     std::string n64 = n.isStatic() ? pre.integer(n.size, "i64") : dimArg_.at(n.name);
     auto ceilDiv = [&](const std::string& v, const std::string& d) {
       return pre.assign("arith.divui " + pre.assign("arith.addi " + v + ", " + pre.assign("arith.subi " + d + ", " + pre.integer(1, "i64") + " : i64") + " : i64") +
@@ -2759,8 +2761,10 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   if (V > 1 && cfg_.lanes == 1 && dom_[k_ - 1].isDynamic())
     k.launch.vectorMultiples.push_back({dom_[k_ - 1].name, V});
   // The one-step entry's rows (whichever entries this build makes, as above).
+  // In a cluster, each block's part is one step: C steps in all.
   if (V > 1 && cfg_.oneStep > 0)
-    k.launch.oneStepRange.push_back({dom_[k_ - 1].name, 0, static_cast<int64_t>(cfg_.threadsPerRow) * V * cfg_.oneStep});
+    k.launch.oneStepRange.push_back(
+        {dom_[k_ - 1].name, 0, static_cast<int64_t>(cfg_.threadsPerRow) * V * cfg_.oneStep * cfg_.cluster});
   k.launch.sharedBytes = cfg_.threadsPerRow > 32 ? slots * (cfg_.threadsPerRow / 32) * 8 : 0;
   if (columnSplit()) {
     // S' blocks per tile of rows, the parts' blocks of every tile in turn
@@ -3855,10 +3859,11 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
     else c.evict = 0;
   }
   // One-step rows (see RowConfig::oneStep): a looped, hinted row of a
-  // dynamic length, one block per row part of at least 32 threads (prepare()
-  // also asks for several passes, no Welford state and no gathers).
+  // dynamic length, one block per row part of at least 32 threads, or a
+  // cluster's (each block one step of its part) (prepare() also asks for
+  // several passes, no Welford state and no gathers).
   if (c.oneStep > 0) {
-    const bool fit = d.back().isDynamic() && !c.persistent && c.cluster == 1 && !c.stage && !c.prefetch &&
+    const bool fit = d.back().isDynamic() && !c.persistent && !c.stage && !c.prefetch &&
                      c.split == 1 && c.lanes == 1 && c.threadsPerRow >= 32 && c.evict != 0 && !c.welford && !tail;
     if (!fit) c.oneStep = 0;
   }
