@@ -2094,7 +2094,7 @@ TEST_CASE("every composite and reduction op compiles spill-free in every dynamic
 // config (not the heuristic's, nor in the tuner's space): each block's part
 // of whole steps is computed at launch, so any length compiles, spill-free;
 // a held (persistent) cluster still needs a static length.
-TEST_CASE("a looped cluster over a dynamic row length compiles as a config", "[compile][reduction]") {
+TEST_CASE("a looped cluster over a dynamic row length compiles as a config and as the heuristic's long rows", "[compile][reduction]") {
   compiler::CompileOptions o;
   o.rowConfigOverride = R"({"persistent": 0, "evict": 1, "threads_per_row": 512, "cluster": 16})";
   for (DType t : {DType::F32, DType::BF16}) {
@@ -2110,13 +2110,35 @@ TEST_CASE("a looped cluster over a dynamic row length compiles as a config", "[c
     CHECK_THAT(ks[0].ptx, Contains("barrier.cluster"));
   }
   {
-    // The heuristic does not cluster a dynamic row, and a held cluster
-    // needs a static one.
+    // The heuristic clusters dynamic rows of more than 256 KB on sm_90
+    // (parts of about 64 KB: 8 blocks up to 512 KB, 16 beyond, two blocks
+    // per SM), and no shorter ones or elsewhere; a held cluster needs a
+    // static row.
     Graph g;
     g.output("y", softmax(g.input("x", DType::F32, {"R", "N"})));
-    compiler::CompileOptions h;
-    h.dimHints["N"] = 262144;
-    for (const auto& k : compiler::compileGraph(g, h).kernels) CHECK_THAT(k.config, !Contains("cluster"));
+    struct H {
+      int64_t n;
+      const char* chip;
+      int cluster;
+      int64_t min, max;
+    };
+    for (const H& h : {H{262144, "sm_90", 16, 131073, std::numeric_limits<int64_t>::max()},
+                       H{100000, "sm_90", 8, 65537, 131072}, H{65536, "sm_90", 1, 16385, 65536},
+                       H{262144, "sm_80", 1, 16385, std::numeric_limits<int64_t>::max()}}) {
+      compiler::CompileOptions ho;
+      ho.chip = h.chip;
+      ho.dimHints["N"] = h.n;
+      const auto ks = compiler::compileGraph(g, ho).kernels;
+      REQUIRE(ks.size() == 1);
+      INFO(h.chip << " N = " << h.n << ": " << ks[0].config);
+      CHECK(ks[0].launch.cluster == h.cluster);
+      if (h.cluster > 1)
+        CHECK_THAT(ks[0].config, Contains("\"min_blocks\": 2") && Contains("\"persistent\": 0"));
+      REQUIRE(ks[0].launch.preferred.size() == 1);
+      CHECK(ks[0].launch.preferred[0].min == h.min);
+      CHECK(ks[0].launch.preferred[0].max == h.max);
+      for (const compiler::ResourceReport& r : ks[0].resources) CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
+    }
     compiler::CompileOptions held;
     held.rowConfigOverride = R"({"persistent": 1, "threads_per_row": 512, "cluster": 16})";
     for (const auto& k : compiler::compileGraph(g, held).kernels) CHECK_THAT(k.config, !Contains("cluster"));

@@ -1268,7 +1268,8 @@ TEST_CASE("long dynamic rows launch a variant built once for them", "[gpu][reduc
       for (size_t at = e.find("variant built"); at != std::string::npos; at = e.find("variant built", at + 1)) ++n;
       return n;
     };
-    const std::vector<int64_t> lengths = {u128, 40000, 65536, u128 + 1, u256, u256 + 1, u128 - 1, 3000, 100};
+    // (262147 and 131080: rows past 256 KB, in looped clusters on sm_90.)
+    const std::vector<int64_t> lengths = {u128, 40000, 65536, u128 + 1, u256, u256 + 1, u128 - 1, 3000, 100, 262147, 131080};
     size_t built = 0;
     for (int round = 0; round < 2; ++round) {
       for (int64_t n : lengths) {
@@ -1287,7 +1288,33 @@ TEST_CASE("long dynamic rows launch a variant built once for them", "[gpu][reduc
     CHECK(built < lengths.size());
     CHECK(k.forDims(std::vector<int64_t>{37, 40000}).compiled().kernels.at(0).config.find("\"threads_per_row\": 512") !=
           std::string::npos);
+    if (test::hasClusters())
+      CHECK(k.forDims(std::vector<int64_t>{37, 262147}).compiled().kernels.at(0).launch.cluster == (t == DType::F32 ? 16 : 8));
   }
+}
+
+// Rows of a dynamic length past 256 KB run in the heuristic's looped
+// clusters (parts of about 64 KB, two blocks per SM; layernorm bf16 at half
+// the unroll): every composite at lengths whose parts are whole steps and
+// not, in both entries.
+TEST_CASE("long dynamic rows in the heuristic's looped clusters match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  if (!test::hasClusters()) {
+    WARN("SKIPPED: row clusters need an sm_90 GPU");
+    return;
+  }
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  for (const test::GraphCase& c : test::rowComposites(t, {"R", "N"}))
+    for (int64_t n : {int64_t{262144}, int64_t{300001}, int64_t{1048576}}) {
+      INFO(c.label << " with N = " << n);
+      test::RunOptions o = optionsFor(c, 12);
+      o.dims["N"] = n;
+      Kernel k = runAndCheck(c.graph, o);
+      const Kernel v = k.forDims(std::vector<int64_t>{12, n});
+      INFO(v.explain());
+      if (c.label.find("cross_entropy") == std::string::npos)
+        CHECK(v.compiled().kernels.at(0).launch.cluster > 1);
+    }
 }
 
 // var/std over several axes, one of them dynamic: the law of total variance

@@ -410,6 +410,9 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       //    threads, one per SM, each prefetching its part of the next row
       //    by a bulk copy beside its resident weights; where that spills or
       //    cannot prefetch, 8 blocks, one per SM;
+      //  - a looped cluster (a dynamic row length) at two blocks per SM:
+      //    half the unroll (heavy 16-bit rows: layernorm), then without
+      //    min_blocks;
       //  - a cluster whose row loop spills (its loop state costs a few
       //    registers at the 128-register cap of 512 threads): without the
       //    weights in shared memory (config resident), then one cluster
@@ -424,7 +427,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       //  - a looped row whose unrolled steps spill (heavy math per value,
       //    libdevice's sin say): half the unroll, down to 1.
       const bool heuristic = options.rowConfigOverride.empty() && !given;
-      if (heuristic && cfg.cluster == 16 && cfg.minBlocks == 2 && spills(k)) {
+      if (heuristic && cfg.persistent && cfg.cluster == 16 && cfg.minBlocks == 2 && spills(k)) {
         // Measured on the H200 (2026-12-02, layernorm f32 1024x262144, the
         // only such row among the benchmarks, TB/s): 3.82 in session 29
         // call 6 (the tuner's pick) and 3.79 in call 7 against 3.67-3.71 in 8
@@ -454,6 +457,14 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
           cfg.minBlocks = 0;
           k = buildRow(cfg);
         }
+      }
+      if (heuristic && !cfg.persistent && cfg.cluster > 1 && cfg.minBlocks > 0 && cfg.unroll >= 4 && spills(k)) {
+        cfg.unroll /= 2;
+        k = buildRow(cfg);
+      }
+      if (heuristic && !cfg.persistent && cfg.cluster > 1 && cfg.minBlocks > 0 && spills(k)) {
+        cfg.minBlocks = 0;
+        k = buildRow(cfg);
       }
       if (heuristic && cfg.cluster > 1 && cfg.rowLoop && cfg.resident && spills(k)) {
         cfg.resident = false;

@@ -3105,6 +3105,24 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
       // 16384 4.21 / 4.21 vs 4.20 / 4.20, 262144 2.71 / 2.71 vs 2.73 /
       // 2.72; rmsnorm lost 3-4% at 8, bf16 softmax at 32768 2.89 vs 3.74).
       if (exps && c.vector <= 4) c.unroll = 8;
+      // Rows of more than 256 KB (sm_90): a looped cluster of C blocks
+      // each of whose parts is about 64 KB (C = 8 up to 512 KB, 16 beyond),
+      // two blocks per SM, so that the rows' parts in flight (264 x 64 KB)
+      // stay in L2 for the second pass, where whole rows (132 of 1 MB) do
+      // not. Measured on the H200 (2026-12-03, session 31 calls 2-3,
+      // 1024 x N = 262144 f32, TB/s, softmax / rmsnorm): one block per row
+      // 2.72 / 2.79; clusters of 16 at 512 threads 3.24 / 3.28 with
+      // min_blocks 2, 2.52 / 2.48 without; of 8 3.06 / 3.02; 256 threads
+      // 3.21 / 3.20, 1024 2.09 / 2.47 (the static kernel holds the row in
+      // clusters of 16: 3.97 / 4.00).
+      if (smNumber(options.chip) >= 90 && n > 4 * upTo512) {
+        c.cluster = n > 8 * upTo512 ? 16 : 8;
+        c.minBlocks = 2;
+        range = c.cluster == 16 ? LaunchGeometry::DimRange{nd.name, 8 * upTo512 + 1, std::numeric_limits<int64_t>::max()}
+                                : LaunchGeometry::DimRange{nd.name, 4 * upTo512 + 1, 8 * upTo512};
+      } else if (n > upTo512 && smNumber(options.chip) >= 90) {
+        range.max = 4 * upTo512;
+      }
     } else if (n > upTo128) {
       c.threadsPerRow = c.threads = 256;
       range = {nd.name, upTo128 + 1, upTo256};
