@@ -190,6 +190,40 @@ TEST_CASE("config spaces: row clusters only where the target has them", "[compil
   CHECK(a.defaultConfig.find("cluster") == std::string::npos);
 }
 
+// A dynamic row length the hints put past 256 KB: the heuristic's looped
+// cluster first, then half and twice its blocks at 256 and 512 threads,
+// with and without min_blocks 2; every looped cluster candidate compiles
+// without spills and means what it says.
+TEST_CASE("config spaces: long dynamic rows' looped clusters", "[compile][tuning]") {
+  Graph g = softmaxGraph(DType::F32, {Dim("R"), Dim("N")});
+  compiler::CompileOptions o;
+  o.chip = "sm_90";
+  o.dimHints["N"] = 262144;
+  const auto info = compiler::describeKernels(g, o).at(0);
+  INFO("default " << info.defaultConfig);
+  CHECK(info.defaultConfig.find("\"cluster\": 16") != std::string::npos);
+  CHECK(info.space.size() <= 64);
+  int clustered = 0;
+  for (const std::string& cand : info.space) {
+    if (cand.find("\"cluster\"") == std::string::npos) continue;
+    ++clustered;
+    INFO(cand);
+    CHECK(cand.find("\"persistent\": 0") != std::string::npos);
+    compiler::CompileOptions co;
+    co.kernelConfigs[0] = cand;
+    co.variants = compiler::EntryVariants::VectorOnly;
+    co.keepText = false;
+    const compiler::CompiledGraph cg = compiler::compileGraph(g, co);
+    requireConfigMatches(cand, cg.kernels.at(0).config);
+    for (const auto& r : cg.kernels[0].resources) CHECK(r.spillStoreBytes == 0);
+  }
+  CHECK(clustered == 16);  // clusters of 8 and 16 x 2 block sizes x 2 min_blocks x 2 unrolls
+  // Without hints (short rows): no clusters.
+  const auto plain = compiler::describeKernels(g).at(0);
+  CHECK(std::none_of(plain.space.begin(), plain.space.end(),
+                     [](const std::string& c) { return c.find("\"cluster\"") != std::string::npos; }));
+}
+
 TEST_CASE("per-kernel configs: errors name the kernel or the schedule", "[compile][tuning]") {
   Graph g = softmaxGraph(DType::F32, {Dim("R"), 1024});
   compiler::CompileOptions o;

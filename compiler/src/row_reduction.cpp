@@ -3591,6 +3591,21 @@ std::vector<std::string> rowSpace(const Graph& g, const RowConfig& h, int sm) {
   if (nd.isDynamic()) {
     for (int v : h.vector > 1 ? std::vector<int>{h.vector, 1} : std::vector<int>{1})
       looped(v, {128, 256, 512, 1024}, {1, 2, 4});
+    if (h.cluster > 1 && sm >= 90)
+      // The heuristic's looped cluster (long rows): half and twice the
+      // blocks, 256 and 512 threads, with and without min_blocks 2, at the
+      // heuristic's unroll and half of it.
+      for (int cl = std::max(2, h.cluster / 2); cl <= std::min(16, h.cluster * 2); cl *= 2)
+        for (int t : {256, 512})
+          for (int mb : {0, 2})
+            for (int u : {h.unroll, std::max(1, h.unroll / 2)}) {
+              RowConfig c = h;
+              c.cluster = cl;
+              c.threadsPerRow = c.threads = t;
+              c.minBlocks = mb;
+              c.unroll = u;
+              add(c);
+            }
     return out;
   }
   const int64_t N = nd.size;
