@@ -523,9 +523,16 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
         const int64_t perBlock = int64_t{16} * cfg.threads * cfg.unroll;
         const int64_t rowBytes = rowBytesAtMost(kp.graph, preferred);
         const int have = blocksPerSm(k, cfg.threads);
-        int need = static_cast<int>(
-            std::min<int64_t>((kLoopBytesInFlight + perBlock - 1) / perBlock, kMaxThreadsPerSm / cfg.threads));
-        while (need > have && int64_t{need} * options.smCount * rowBytes > kRowsInFlight) --need;
+        // The blocks per SM whose loads of `bytes` each reach
+        // kLoopBytesInFlight, fewer (down to `least`) where their rows
+        // would pass kRowsInFlight.
+        auto blocksFor = [&](int64_t bytes, int least) {
+          int b = static_cast<int>(
+              std::min<int64_t>((kLoopBytesInFlight + bytes - 1) / bytes, kMaxThreadsPerSm / cfg.threads));
+          while (b > least && int64_t{b} * options.smCount * rowBytes > kRowsInFlight) --b;
+          return b;
+        };
+        const int need = blocksFor(perBlock, have);
         std::vector<int> tries;
         if (have <= 3 && rowBytes > 0 && need > have) {
           tries.push_back(need);
@@ -556,10 +563,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
         if (!rebuiltOk && have == 1 && !tries.empty() && cfg.unroll >= 2) {
           RowConfig c = cfg;
           c.unroll /= 2;
-          const int64_t halfBlock = perBlock / 2;
-          int blocks = static_cast<int>(
-              std::min<int64_t>((kLoopBytesInFlight + halfBlock - 1) / halfBlock, kMaxThreadsPerSm / cfg.threads));
-          while (blocks > 2 && int64_t{blocks} * options.smCount * rowBytes > kRowsInFlight) --blocks;
+          const int blocks = blocksFor(perBlock / 2, 2);
           c.minBlocks = blocks;
           CompiledKernel rebuilt = buildRow(c);
           if (!spills(rebuilt) && blocksPerSm(rebuilt, c.threads) >= 2) {
