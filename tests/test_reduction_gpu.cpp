@@ -1288,8 +1288,11 @@ TEST_CASE("long dynamic rows launch a variant built once for them", "[gpu][reduc
     CHECK(built < lengths.size());
     CHECK(k.forDims(std::vector<int64_t>{37, 40000}).compiled().kernels.at(0).config.find("\"threads_per_row\": 512") !=
           std::string::npos);
-    if (test::hasClusters())
-      CHECK(k.forDims(std::vector<int64_t>{37, 262147}).compiled().kernels.at(0).launch.cluster == (t == DType::F32 ? 16 : 8));
+    // Clusters of 8 up to 512 KB a row, of 16 beyond.
+    if (test::hasClusters()) {
+      CHECK(k.forDims(std::vector<int64_t>{37, 262147}).compiled().kernels.at(0).launch.cluster == 16);
+      CHECK(k.forDims(std::vector<int64_t>{37, 131080}).compiled().kernels.at(0).launch.cluster == (t == DType::F32 ? 16 : 8));
+    }
   }
 }
 

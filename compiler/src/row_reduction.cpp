@@ -2902,12 +2902,15 @@ int64_t partValuesPerThread(int64_t n, int64_t parts, int64_t threads, int vecto
 
 }  // namespace
 
-// The dynamic-length rule's bounds are kDynamicRowBytes128, 256 and 512
-// over a power-of-two bytes per value: powers of two up to 32768 (bytes
-// per value at least 2), so the next power of two tells every range apart.
+// The dynamic-length rule's bounds are kDynamicRowBytes128, 256 and 512,
+// and on sm_90 4 and 8 times the last (looped clusters), over a
+// power-of-two bytes per value of at least 2: powers of two up to
+// 8 x 64 KiB / 2 = 262144, so the next power of two, up to twice the
+// largest bound, tells every range apart.
 int64_t dimHintClass(int64_t value) {
+  constexpr int64_t kLargestBound = 8 * kDynamicRowBytes512 / 2;
   int64_t c = 1;
-  while (c < value && c < 65536) c *= 2;
+  while (c < value && c < 2 * kLargestBound) c *= 2;
   return c;
 }
 

@@ -205,8 +205,9 @@ TEST_CASE("grid: a dynamic row length picks the vectorized entry only for whole 
 // one-step branch (one_step: the fewest vectors a thread that cover the
 // hint, at the static rule's threads; rmsnorm's light rows up to 512 x 2
 // vectors), ranges by powers of two; longer rows loop at 256 threads up to
-// 32 KB a row, 512 beyond, in two ranges split at 64 KB. Given configs
-// stand for every length.
+// 32 KB a row, 512 beyond, in ranges split at 64 KB and 256 KB; on sm_90
+// rows over 256 KB loop across a cluster of 8 blocks up to 512 KB and of
+// 16 beyond. Given configs stand for every length.
 TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen for", "[compile][reduction]") {
   const compiler::CompileOptions base{.chip = "sm_90", .smCount = 132};
   const int64_t top = std::numeric_limits<int64_t>::max();
@@ -215,6 +216,7 @@ TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen f
     int threads;
     int oneStep;  // 0: a loop
     int64_t min, max;
+    int cluster = 0;  // 0: one block a row
   };
   struct Case {
     DType t;
@@ -226,13 +228,16 @@ TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen f
         Want{{{"N", 3000}}, 256, 2, 2049, 4096}, Want{{{"N", 8192}}, 512, 2, 4097, 8192},
         Want{{{"N", 8193}}, 256, 0, 8193, 16384}, Want{{{"N", 16384}}, 256, 0, 8193, 16384},
         Want{{{"N", 16385}}, 512, 0, 16385, 32768}, Want{{{"N", 32768}}, 512, 0, 16385, 32768},
-        Want{{{"N", 32769}}, 512, 0, 32769, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 32769, top}}},
+        Want{{{"N", 32769}}, 512, 0, 32769, 131072}, Want{{{"N", 131072}}, 512, 0, 32769, 131072},
+        Want{{{"N", 131073}}, 512, 0, 131073, 262144, 8}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 131073, 262144, 8},
+        Want{{{"N", 262145}}, 512, 0, 262145, top, 16}}},
       {DType::F32,
        {Want{{}, 128, 1, 0, 512}, Want{{{"N", 512}}, 128, 1, 0, 512}, Want{{{"N", 513}}, 128, 2, 513, 1024},
         Want{{{"N", 1500}}, 256, 2, 1025, 2048}, Want{{{"N", 4096}}, 512, 2, 2049, 4096},
         Want{{{"N", 4097}}, 256, 0, 4097, 8192}, Want{{{"N", 8192}}, 256, 0, 4097, 8192},
         Want{{{"N", 8193}}, 512, 0, 8193, 16384}, Want{{{"N", 16384}}, 512, 0, 8193, 16384},
-        Want{{{"N", 16385}}, 512, 0, 16385, top}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 16385, top}}}};
+        Want{{{"N", 16385}}, 512, 0, 16385, 65536}, Want{{{"N", 100000}}, 512, 0, 65537, 131072, 8},
+        Want{{{"N", 131073}}, 512, 0, 131073, top, 16}, Want{{{"N", 262144}, {"B", 3}}, 512, 0, 131073, top, 16}}}};
   for (const Case& c : cases) {
     INFO(dtypeName(c.t));
     Graph g;
@@ -248,6 +253,8 @@ TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen f
       CHECK(k.launch.threadsPerBlock == w.threads);
       CHECK((k.config.find("\"one_step\": " + std::to_string(w.oneStep) + "}") != std::string::npos) == (w.oneStep > 0));
       CHECK((k.config.find("one_step") != std::string::npos) == (w.oneStep > 0));
+      if (w.cluster) CHECK(k.config.find("\"cluster\": " + std::to_string(w.cluster) + ",") != std::string::npos);
+      else CHECK(k.config.find("\"cluster\"") == std::string::npos);
       REQUIRE(k.launch.preferred.size() == 1);
       CHECK(k.launch.preferred[0] == compiler::LaunchGeometry::DimRange{"N", w.min, w.max});
       // The one-step entry covers the range's longest rows.
@@ -391,4 +398,8 @@ TEST_CASE("grid: a wide row's short bounds are told apart by hint classes", "[co
   }
   CHECK(compiler::dimHintClass(300) != compiler::dimHintClass(600));
   CHECK(compiler::dimHintClass(600) != compiler::dimHintClass(1025));
+  // The looped clusters' bounds (bf16 131072 and 262144) part classes too.
+  CHECK(compiler::dimHintClass(131072) != compiler::dimHintClass(131073));
+  CHECK(compiler::dimHintClass(262144) != compiler::dimHintClass(262145));
+  CHECK(compiler::dimHintClass(int64_t{1} << 40) == compiler::dimHintClass(262145));
 }

@@ -191,9 +191,9 @@ struct CompileOptions {
 };
 
 // What a dim hint's value stands for in the heuristics, whose bounds on a
-// dynamic row length are powers of two up to 32768: the next power of two,
-// at most 65536. Hints of one class compile alike, so caches key on the
-// class.
+// dynamic row length are powers of two up to 262144: the next power of
+// two, at most 524288. Hints of one class compile alike, so caches key on
+// the class.
 KILN_COMPILER_API int64_t dimHintClass(int64_t value);
 
 struct CompiledGraph {
