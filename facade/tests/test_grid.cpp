@@ -314,9 +314,22 @@ TEST_CASE("a kernel's variant for long dynamic rows is built once and named by e
   CHECK(v.compiled().kernels[0].config.find("\"threads_per_row\": 512") != std::string::npos);
   CHECK(v.compiled().kernels[0].config.find("one_step") == std::string::npos);
   CHECK(v.compiled().kernels[0].launch.preferred.at(0).min == 32769);
-  // Every long length: the same variant; the variant stands for itself.
-  CHECK(&k.forDims(std::vector<int64_t>{1, 1 << 20}).compiled() == &v.compiled());
+  // Every length of its range (to 256 KB): the same variant; the variant
+  // stands for itself.
+  CHECK(v.compiled().kernels[0].launch.preferred.at(0).max == 131072);
+  CHECK(&k.forDims(std::vector<int64_t>{1, 100000}).compiled() == &v.compiled());
+  CHECK(&k.forDims(std::vector<int64_t>{1, 131072}).compiled() == &v.compiled());
   CHECK(&v.forDims(std::vector<int64_t>{1, 5}).compiled() == &v.compiled());
+  // Longer rows (sm_90): looped clusters, 8 blocks up to 512 KB, 16 beyond,
+  // each range a variant of its own (hint classes part them).
+  const Kernel c8 = k.forDims(std::vector<int64_t>{1, 131073});
+  const Kernel c16 = k.forDims(std::vector<int64_t>{1, 1 << 20});
+  CHECK(&c8.compiled() != &v.compiled());
+  CHECK(&c16.compiled() != &c8.compiled());
+  CHECK(c8.compiled().kernels.at(0).launch.cluster == 8);
+  CHECK(c16.compiled().kernels.at(0).launch.cluster == 16);
+  CHECK(&k.forDims(std::vector<int64_t>{1, 262144}).compiled() == &c8.compiled());
+  CHECK(&k.forDims(std::vector<int64_t>{1, 262145}).compiled() == &c16.compiled());
   const std::string e = k.explain();
   INFO(e);
   CHECK(e.find("variant built for a launch outside the ranges above (hints N=40000)") != std::string::npos);
