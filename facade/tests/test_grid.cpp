@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 
 #include "kernel_internal.h"
@@ -415,4 +416,57 @@ TEST_CASE("grid: a wide row's short bounds are told apart by hint classes", "[co
   CHECK(compiler::dimHintClass(131072) != compiler::dimHintClass(131073));
   CHECK(compiler::dimHintClass(262144) != compiler::dimHintClass(262145));
   CHECK(compiler::dimHintClass(int64_t{1} << 40) == compiler::dimHintClass(262145));
+}
+
+// Every hint compiles to its class's config (the disk cache and the
+// facade's variants key a hint by dimHintClass): lengths either side of
+// every power of two up to 2^22, and odd ones between, for row kernels of
+// 2 to 32 bytes per value on sm_90 and sm_80. A bound of the dynamic rule
+// that no class boundary matches fails here.
+TEST_CASE("grid: every dynamic row length's hint compiles to its class's config", "[compile][reduction]") {
+  struct G {
+    std::string label;
+    Graph g;
+  };
+  std::vector<G> graphs;
+  for (DType t : {DType::BF16, DType::F32}) {
+    Graph a;
+    a.output("y", softmax(a.input("x", t, {"B", "N"}), -1));
+    graphs.push_back({"softmax " + std::string(dtypeName(t)), std::move(a)});
+    Graph b;
+    b.output("y", rmsnorm(b.input("x", t, {"B", "N"}), b.input("w", t, {"N"}), 1e-6));
+    graphs.push_back({"rmsnorm " + std::string(dtypeName(t)), std::move(b)});
+    Graph c;
+    c.output("y", layernorm(c.input("x", t, {"B", "N"}), c.input("w", t, {"N"}), c.input("b", t, {"N"}), 1e-5));
+    graphs.push_back({"layernorm " + std::string(dtypeName(t)), std::move(c)});
+  }
+  Graph wide;
+  Tensor s = wide.input("x0", DType::F32, {"B", "N"});
+  for (int i = 1; i < 8; ++i) s = s + wide.input("x" + std::to_string(i), DType::F32, {"B", "N"});
+  wide.output("y", softmax(s, -1));
+  graphs.push_back({"softmax of eight f32 inputs", std::move(wide)});
+  std::vector<int64_t> lengths;
+  for (int k = 1; k <= 22; ++k) {
+    const int64_t p = int64_t{1} << k;
+    for (int64_t n : {p - 1, p, p + 1, p + p / 3}) lengths.push_back(n);
+  }
+  for (const char* chip : {"sm_90", "sm_80"})
+    for (const G& gc : graphs) {
+      INFO(gc.label << " on " << chip);
+      std::set<std::string> configs;
+      for (int64_t n : lengths) {
+        INFO("N = " << n << ", class " << compiler::dimHintClass(n));
+        compiler::CompileOptions o{.chip = chip, .smCount = 132};
+        o.dimHints["N"] = n;
+        const std::vector<compiler::KernelTuningInfo> at = compiler::describeKernels(gc.g, o);
+        o.dimHints["N"] = compiler::dimHintClass(n);
+        const std::vector<compiler::KernelTuningInfo> cls = compiler::describeKernels(gc.g, o);
+        REQUIRE(at.size() == 1);
+        REQUIRE(cls.size() == 1);
+        CHECK(at[0].defaultConfig == cls[0].defaultConfig);
+        configs.insert(at[0].defaultConfig);
+      }
+      // (The hints do select configs: one-step widths, threads, clusters.)
+      CHECK(configs.size() >= 3);
+    }
 }
