@@ -1,5 +1,6 @@
 #include "kiln/kernel.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <limits>
@@ -845,6 +846,29 @@ Kernel Kernel::forDims(std::span<const int64_t> dims) const {
                   " is negative");
   if (impl_->isVariant || preferredFor(*impl_, dims)) return *this;
   return Kernel(variantFor(*impl_, dims));
+}
+
+Kernel Kernel::forDims(const std::map<std::string, int64_t>& dims) const {
+  if (!impl_) throw Error("kiln: Kernel::forDims on an empty Kernel handle");
+  const auto& names = impl_->sig.dims;
+  auto listed = [&] {
+    std::string l;
+    for (const auto& d : names) l += (l.empty() ? "" : ", ") + d.name;
+    return l.empty() ? std::string("none") : l;
+  };
+  for (const auto& [name, value] : dims)
+    if (std::none_of(names.begin(), names.end(), [&](const auto& d) { return d.name == name; }))
+      throw Error("kiln: Kernel::forDims: the graph has no dynamic dim named " + name + " (its dynamic dims: " +
+                  listed() + ")");
+  std::vector<int64_t> values;
+  for (const auto& d : names) {
+    const auto it = dims.find(d.name);
+    if (it == dims.end())
+      throw Error("kiln: Kernel::forDims: no value given for dynamic dim " + d.name + " (its dynamic dims: " + listed() +
+                  ")");
+    values.push_back(it->second);
+  }
+  return forDims(std::span<const int64_t>(values));
 }
 
 }  // namespace kiln

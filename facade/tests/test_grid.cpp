@@ -321,6 +321,14 @@ TEST_CASE("a kernel's variant for long dynamic rows is built once and named by e
   CHECK(&k.forDims(std::vector<int64_t>{1, 100000}).compiled() == &v.compiled());
   CHECK(&k.forDims(std::vector<int64_t>{1, 131072}).compiled() == &v.compiled());
   CHECK(&v.forDims(std::vector<int64_t>{1, 5}).compiled() == &v.compiled());
+  // By name, in any order; a missing or unknown dim is an error naming it.
+  CHECK(&k.forDims(std::map<std::string, int64_t>{{"N", 100000}, {"R", 3}}).compiled() == &v.compiled());
+  CHECK(&k.forDims(std::map<std::string, int64_t>{{"N", 1000}, {"R", 3}}).compiled() == &k.compiled());
+  CHECK_THROWS_WITH(k.forDims(std::map<std::string, int64_t>{{"N", 1000}}),
+                    Contains("Kernel::forDims: no value given for dynamic dim R (its dynamic dims: R, N)"));
+  CHECK_THROWS_WITH(k.forDims(std::map<std::string, int64_t>{{"N", 1000}, {"R", 3}, {"Q", 1}}),
+                    Contains("Kernel::forDims: the graph has no dynamic dim named Q"));
+  CHECK_THROWS_WITH(k.forDims(std::map<std::string, int64_t>{{"N", -1}, {"R", 3}}), Contains("N = -1 is negative"));
   // Longer rows (sm_90): looped clusters, 8 blocks up to 512 KB, 16 beyond,
   // each range a variant of its own (hint classes part them).
   const Kernel c8 = k.forDims(std::vector<int64_t>{1, 131073});

@@ -177,6 +177,10 @@ class Kernel {
   // now if no launch has built it yet. Call it before capturing launches
   // into a CUDA graph, so that the capture compiles nothing.
   Kernel forDims(std::span<const int64_t> dims) const;
+  // The same with the dims by name ({{"R", 12}, {"N", 300000}}): every
+  // dynamic dim of the graph, none other (a kiln::Error names the one
+  // missing or unknown).
+  Kernel forDims(const std::map<std::string, int64_t>& dims) const;
   bool valid() const { return impl_ != nullptr; }
 
  private:
