@@ -2902,13 +2902,12 @@ int64_t partValuesPerThread(int64_t n, int64_t parts, int64_t threads, int vecto
 
 }  // namespace
 
-// The dynamic-length rule's bounds are kDynamicRowBytes128, 256 and 512,
-// and on sm_90 4 and 8 times the last (looped clusters), over a
-// power-of-two bytes per value of at least 2: powers of two up to
-// 8 x 64 KiB / 2 = 262144, so the next power of two, up to twice the
-// largest bound, tells every range apart.
+// The dynamic-length rule's bounds are kDynamicRowBytes128, 256, 512,
+// Cluster8 and Cluster16 over a power-of-two bytes per value of at least 2:
+// powers of two up to 512 KiB / 2 = 262144, so the next power of two, up to
+// twice the largest bound, tells every range apart.
 int64_t dimHintClass(int64_t value) {
-  constexpr int64_t kLargestBound = 8 * kDynamicRowBytes512 / 2;
+  constexpr int64_t kLargestBound = kDynamicRowBytesCluster16 / 2;
   int64_t c = 1;
   while (c < value && c < 2 * kLargestBound) c *= 2;
   return c;
@@ -3095,6 +3094,8 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
     const int64_t bytesPerValue = nextPow2(rowBytes);
     const int64_t upTo128 = kDynamicRowBytes128 / bytesPerValue, upTo256 = kDynamicRowBytes256 / bytesPerValue;
     const int64_t upTo512 = kDynamicRowBytes512 / bytesPerValue;
+    const int64_t upToCluster8 = kDynamicRowBytesCluster8 / bytesPerValue;
+    const int64_t upToCluster16 = kDynamicRowBytesCluster16 / bytesPerValue;
     LaunchGeometry::DimRange range{nd.name, 0, upTo128};
     if (n > upTo256) {
       c.threadsPerRow = c.threads = 512;
@@ -3118,13 +3119,14 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
       // min_blocks 2, 2.52 / 2.48 without; of 8 3.06 / 3.02; 256 threads
       // 3.21 / 3.20, 1024 2.09 / 2.47 (the static kernel holds the row in
       // clusters of 16: 3.97 / 4.00).
-      if (smNumber(options.chip) >= 90 && n > 4 * upTo512) {
-        c.cluster = n > 8 * upTo512 ? 16 : 8;
+      if (smNumber(options.chip) >= 90 && n > upToCluster8) {
+        c.cluster = n > upToCluster16 ? 16 : 8;
         c.minBlocks = 2;
-        range = c.cluster == 16 ? LaunchGeometry::DimRange{nd.name, 8 * upTo512 + 1, std::numeric_limits<int64_t>::max()}
-                                : LaunchGeometry::DimRange{nd.name, 4 * upTo512 + 1, 8 * upTo512};
+        range = c.cluster == 16
+                    ? LaunchGeometry::DimRange{nd.name, upToCluster16 + 1, std::numeric_limits<int64_t>::max()}
+                    : LaunchGeometry::DimRange{nd.name, upToCluster8 + 1, upToCluster16};
       } else if (n > upTo512 && smNumber(options.chip) >= 90) {
-        range.max = 4 * upTo512;
+        range.max = upToCluster8;
       }
     } else if (n > upTo128) {
       c.threadsPerRow = c.threads = 256;

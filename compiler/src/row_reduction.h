@@ -145,8 +145,10 @@ int64_t rowBytesAtMost(const Graph& g, const std::vector<LaunchGeometry::DimRang
 // A dynamic row length (looped, read again by a later pass) of up to this
 // many bytes a row (row-shaped inputs' bytes per value, a power of two)
 // gets 128 threads a row, up to the second 256, longer ones 512, in two
-// ranges split at the third.
+// ranges split at the third. On sm_90 longer rows loop across a cluster:
+// of 8 blocks up to the fourth, of 16 past it.
 constexpr int64_t kDynamicRowBytes128 = 16 << 10, kDynamicRowBytes256 = 32 << 10, kDynamicRowBytes512 = 64 << 10;
+constexpr int64_t kDynamicRowBytesCluster8 = 4 * kDynamicRowBytes512, kDynamicRowBytesCluster16 = 8 * kDynamicRowBytes512;
 
 
 // Applies a JSON override (keys: threads_per_row, threads, vector,

@@ -1,6 +1,5 @@
 #include "kiln/kernel.h"
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <limits>
@@ -850,25 +849,22 @@ Kernel Kernel::forDims(std::span<const int64_t> dims) const {
 
 Kernel Kernel::forDims(const std::map<std::string, int64_t>& dims) const {
   if (!impl_) throw Error("kiln: Kernel::forDims on an empty Kernel handle");
-  const auto& names = impl_->sig.dims;
-  auto listed = [&] {
-    std::string l;
-    for (const auto& d : names) l += (l.empty() ? "" : ", ") + d.name;
-    return l.empty() ? std::string("none") : l;
-  };
+  const rt::KernelSignature& sig = impl_->sig;
+  std::string listed;
+  for (const auto& d : sig.dims) listed += (listed.empty() ? "" : ", ") + d.name;
   for (const auto& [name, value] : dims)
-    if (std::none_of(names.begin(), names.end(), [&](const auto& d) { return d.name == name; }))
+    if (sig.findDim(name) < 0)
       throw Error("kiln: Kernel::forDims: the graph has no dynamic dim named " + name + " (its dynamic dims: " +
-                  listed() + ")");
+                  (listed.empty() ? "none" : listed) + ")");
   std::vector<int64_t> values;
-  for (const auto& d : names) {
+  for (const auto& d : sig.dims) {
     const auto it = dims.find(d.name);
     if (it == dims.end())
-      throw Error("kiln: Kernel::forDims: no value given for dynamic dim " + d.name + " (its dynamic dims: " + listed() +
+      throw Error("kiln: Kernel::forDims: no value given for dynamic dim " + d.name + " (its dynamic dims: " + listed +
                   ")");
     values.push_back(it->second);
   }
-  return forDims(std::span<const int64_t>(values));
+  return forDims(values);
 }
 
 }  // namespace kiln
