@@ -2164,3 +2164,43 @@ TEST_CASE("a looped cluster over a dynamic row length compiles as a config and a
     checkKernelArtifacts(ks[0]);
   }
 }
+
+// A held row of a dynamic length (persistent with one_step): the one-step
+// entry holds the T x V x one_step columns in registers, each slot's
+// 16-byte loads and stores predicated on the launched length; the other
+// entries loop. Where it cannot be (a cluster, too many values a thread, no
+// one-step entry), the config says persistent 0.
+TEST_CASE("dynamic rows held by the one-step entry compile spill-free with predicated slots", "[reduction]") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    INFO(dtypeName(t));
+    Graph g;
+    Tensor x = g.input("x", t, {"R", "N"});
+    Tensor w = g.input("w", t, {"N"});
+    Tensor b = g.input("b", t, {"N"});
+    g.output("y", layernorm(x, w, b, 1e-5));
+    g.output("s", softmax(x, -1));
+    compiler::CompileOptions o;
+    o.keepText = true;
+    o.rowConfigOverride = R"({"persistent": 1, "one_step": 4, "threads_per_row": 256, "evict": 1})";
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    for (const auto& k : ks) {
+      INFO(k.name << " " << k.config);
+      CHECK_THAT(k.config, Contains("\"persistent\": 1") && Contains("\"one_step\": 4"));
+      REQUIRE(k.launch.oneStepRange.size() == 1);
+      CHECK(k.launch.oneStepRange[0].max == 256 * (16 / dtypeSize(t)) * 4);
+      for (const compiler::ResourceReport& r : k.resources) CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
+      // The held entry's loads of the row and its stores, predicated.
+      const size_t at = k.ptx.find(".entry " + k.name + "_v" + std::to_string(16 / dtypeSize(t)) + "_step");
+      REQUIRE(at != std::string::npos);
+      const std::string step = k.ptx.substr(at, k.ptx.find(".entry", at + 1) - at);
+      CHECK_THAT(step, Contains("@kiln_p ld.global.nc") && Contains("@kiln_p st.global.v4.b32"));
+      checkKernelArtifacts(k);
+    }
+    for (const char* bad : {R"({"persistent": 1, "one_step": 16, "threads_per_row": 128, "vector": 8, "evict": 1})",
+                            R"({"persistent": 1, "one_step": 0, "evict": 1})", R"({"persistent": 1, "one_step": 2, "evict": 0})"}) {
+      INFO(bad);
+      o.rowConfigOverride = bad;
+      for (const auto& k : compiler::compileGraph(g, o).kernels) CHECK_THAT(k.config, Contains("\"persistent\": 0"));
+    }
+  }
+}
