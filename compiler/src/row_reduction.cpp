@@ -803,7 +803,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
       // (Row-shaped loads only: those that every row shares, weights, stay
       // invariant loads of a clamped column, which LLVM sinks to their use
       // in the last pass, as in a static held row.)
-      if (!guard.empty() && align == 16 && perRowAccess(a)) {
+      if (!guard.empty() && align == 16 && perRowAccess(a) && !std::getenv("KILN_X_HELD_PLAINLOADS")) {
         // (Not inbounds: past the row's end the address may leave the tensor.)
         q = w.assign("llvm.getelementptr " + p + "[" + c.cols[slot] + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
         vec = predicatedLoad16(w, q, vt, guard, stagedAccess(a) ? evictHint_ : std::string(), cfg_.evict != 2);
@@ -1661,7 +1661,8 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
   // the row's loads, and a branch per slot would serialize the weights'
   // loads of the output pass behind each store.
   bool predicated = !valid.empty() && vector_ > 1 &&
-                    ((oneStepPass_ && cfg_.threadsPerRow < 512) || (oneStepEntry_ && cfg_.persistent));
+                    ((oneStepPass_ && cfg_.threadsPerRow < 512) ||
+                     (oneStepEntry_ && cfg_.persistent && !std::getenv("KILN_X_HELD_BRANCHSTORES")));
   for (int o : fullOutputs_)
     predicated = predicated && vector_ * dtypeSize(g_.node(g_.outputs()[o].node).dtype) == 16;
   std::string pred;
@@ -2394,7 +2395,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       emitL2Prefetch(row, rowsValue);
     // evict: a held row is read once, with evict_first (the row-shaped
     // 16-byte loads only).
-    if (cfg_.evict && !asTail_) evictHint_ = "evict_first";
+    if (cfg_.evict && !asTail_ && !(dynamicHeld && std::getenv("KILN_X_HELD_NOEVICT"))) evictHint_ = "evict_first";
     for (const auto& [key, a] : accesses_)
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRowAccess(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
