@@ -1226,10 +1226,8 @@ TEST_CASE("rows of a dynamic length match the reference in the vectorized and th
   // scalar one), then one kernel for every length (an override: no ranges,
   // no variants) whose one-step entry covers 128 threads x one vector, so
   // that the short lengths launch that entry and the long ones the looped
-  // one. The third holds the rows its one-step entry covers (128 threads x
-  // 4 vectors: persistent, every slot guarded against the launched length)
-  // and loops over the longer ones.
-  for (const char* override : {"", R"({"one_step": 1})", R"({"persistent": 1, "one_step": 4})"})
+  // one.
+  for (const char* override : {"", R"({"one_step": 1})"})
     for (const test::GraphCase& c : cases)
       for (int64_t n : {4096, 4097, 8, 7, 32768, 1, 24, 32771})
         for (size_t misalign : {size_t{0}, size_t{4}}) {

@@ -31,23 +31,6 @@ std::string hintedLoad16(MlirWriter& w, const std::string& ptr, const std::strin
   return wordsAsVector(w, s4, vt);
 }
 
-std::string predicatedLoad16(MlirWriter& w, const std::string& ptr, const std::string& vt, const std::string& valid,
-                             const std::string& priority, bool nc) {
-  const std::string pred = w.assign("arith.extui " + valid + " : i1 to i32");
-  std::string ld = nc ? "ld.global.nc" : "ld.global";
-  std::string policy;
-  if (!priority.empty()) {
-    ld += ".L1::" + priority + ".L2::cache_hint";
-    policy = "createpolicy.fractional.L2::" + priority + ".b64 kiln_pol, 1.0; ";
-  }
-  std::string s4 = w.assign("llvm.inline_asm \"{ .reg .pred kiln_p; .reg .b64 kiln_pol; setp.ne.b32 kiln_p, $5, 0; " +
-                            policy + "mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; mov.b32 $3, 0; @kiln_p " + ld +
-                            ".v4.b32 {$0, $1, $2, $3}, [$4]" + (priority.empty() ? "" : ", kiln_pol") +
-                            "; }\", \"=r,=r,=r,=r,l,r\" " + ptr + ", " + pred +
-                            " : (!llvm.ptr<1>, i32) -> !llvm.struct<(i32, i32, i32, i32)>");
-  return wordsAsVector(w, s4, vt);
-}
-
 std::string wordsAsVector(MlirWriter& w, const std::string& s4, const std::string& vt) {
   std::string v4 = w.assign("llvm.mlir.poison : vector<4xi32>");
   for (int i = 0; i < 4; ++i) {

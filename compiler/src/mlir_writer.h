@@ -69,11 +69,6 @@ std::string storageType(DType t);
 // read-only path (ld.global.nc).
 std::string hintedLoad16(MlirWriter& w, const std::string& ptr, const std::string& vt, const std::string& priority,
                          bool nc);
-// The same load where `valid` (i1) holds, zeros elsewhere (a predicated
-// ld: `ptr` need not point inside the tensor where `valid` is false); no
-// eviction priority where `priority` is empty.
-std::string predicatedLoad16(MlirWriter& w, const std::string& ptr, const std::string& vt, const std::string& valid,
-                             const std::string& priority, bool nc);
 // The four i32 results of an inline asm (`s4`, a struct) as one 16-byte
 // vector of the type `vt`.
 std::string wordsAsVector(MlirWriter& w, const std::string& s4, const std::string& vt);

@@ -125,12 +125,6 @@ class RowEmitter {
     // slots, no guards). A guarded slot's column is 0 where it is not.
     std::vector<std::string> valid;
     std::string validAt(int slot) const { return valid.empty() ? std::string() : valid[slot]; }
-    // A held row of a dynamic length (the one-step entry, heldStep_): the
-    // guarded slots' columns run on past the row's end (a register and an
-    // immediate offset each, not a select per slot: 16 selected addresses
-    // spilled), and their 16-byte loads are predicated on `valid`; other
-    // loads read at the column where valid, 0 elsewhere.
-    bool predicatedLoads = false;
   };
   std::string emitEntry(const std::string& entry, int vector);
   void prepare();
@@ -243,11 +237,6 @@ class RowEmitter {
   // and within it a looped pass: loopOver writes the pass as one guarded
   // step instead of a loop.
   bool oneStepEntry_ = false, oneStepPass_ = false;
-  // A dynamic row length whose config holds the row (persistent with
-  // one_step, one row per block): the one-step entry is the held form over
-  // T x V x one_step columns, each slot guarded against the launched
-  // length; the other entries loop (cfg_.persistent is false outside it).
-  bool heldStep_ = false;
 
   const Graph& g_;
   RowConfig cfg_;
@@ -474,11 +463,8 @@ void RowEmitter::buildAccumulators() {
   // Looped form and clusters: sum(exp(a - max(a))) pairs with its max into
   // one online pass (the running sum is rescaled when the max grows), so a
   // cluster exchanges (max, sum) once.
-  // (A held dynamic row, heldStep_, keeps the held form's two levels: its
-  // one-step entry would hold every value converted through the online
-  // pair's max, and spilled.)
   std::map<int, int> lsePartner;  // sum node → max node
-  if ((!cfg_.persistent && !heldStep_) || cfg_.cluster > 1) {
+  if (!cfg_.persistent || cfg_.cluster > 1) {
     for (int id : reds) {
       const Node& s = g_.node(id);
       if (s.op != Op::Sum) continue;
@@ -799,19 +785,7 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
                                "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
       int align = std::min(16, vector_ * dtypeSize(dt));
       const std::string vt = "vector<" + std::to_string(vector_) + "x" + st + ">";
-      const std::string guard = c.predicatedLoads ? c.validAt(slot) : std::string();
-      // (Row-shaped loads only: those that every row shares, weights, stay
-      // invariant loads of a clamped column, which LLVM sinks to their use
-      // in the last pass, as in a static held row.)
-      if (!guard.empty() && align == 16 && perRowAccess(a) && !std::getenv("KILN_X_HELD_PLAINLOADS")) {
-        // (Not inbounds: past the row's end the address may leave the tensor.)
-        q = w.assign("llvm.getelementptr " + p + "[" + c.cols[slot] + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
-        vec = predicatedLoad16(w, q, vt, guard, stagedAccess(a) ? evictHint_ : std::string(), cfg_.evict != 2);
-      } else if (!guard.empty()) {
-        std::string col = w.assign("arith.select " + guard + ", " + c.cols[slot] + ", " + w.integer(0, "i32") + " : i32");
-        q = w.assign("llvm.getelementptr inbounds " + p + "[" + col + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
-        vec = w.assign("llvm.load " + q + " {alignment = " + std::to_string(align) + " : i64" + loadFlags_ + "} : !llvm.ptr<1> -> " + vt);
-      } else if (!evictHint_.empty() && align == 16 && stagedAccess(a)) {
+      if (!evictHint_.empty() && align == 16 && stagedAccess(a)) {
         // A row-shaped 16-byte load with an L2 eviction priority, the same
         // in L1: with evict_last, the next pass often finds the row still
         // in L1. Measured on the H200 (2026-12-01, session 10 call 5, TB/s,
@@ -830,8 +804,6 @@ std::string RowEmitter::loadElement(Ctx& c, const Access& a, DType dt, int slot,
     return loadConvert(w, e, dt);
   }
   std::string col = c.cols[slot];
-  if (c.predicatedLoads && !c.validAt(slot).empty())
-    col = w.assign("arith.select " + c.validAt(slot) + ", " + col + ", " + w.integer(0, "i32") + " : i32");
   if (lane && cfg_.lanes == 1) col = w.assign("arith.addi " + col + ", " + w.integer(lane, "i32") + " : i32");
   std::string off = w.assign("arith.extui " + col + " : i32 to i64");
   if (!(a.strides[k_ - 1] == Poly::constant(1)))
@@ -1656,13 +1628,7 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
   // f32 layernorm / softmax / rmsnorm 4096 unchanged (4.24-4.25); rmsnorm
   // bf16 8192 at 512 threads 4.15 -> 3.88 (32 -> 35 registers: three
   // blocks per SM instead of four).
-  // The held one-step entry (a dynamic row held in registers, every slot
-  // guarded) stores its slots so too, at any threads: its stores come after
-  // the row's loads, and a branch per slot would serialize the weights'
-  // loads of the output pass behind each store.
-  bool predicated = !valid.empty() && vector_ > 1 &&
-                    ((oneStepPass_ && cfg_.threadsPerRow < 512) ||
-                     (oneStepEntry_ && cfg_.persistent && !std::getenv("KILN_X_HELD_BRANCHSTORES")));
+  bool predicated = !valid.empty() && oneStepPass_ && vector_ > 1 && cfg_.threadsPerRow < 512;
   for (int o : fullOutputs_)
     predicated = predicated && vector_ * dtypeSize(g_.node(g_.outputs()[o].node).dtype) == 16;
   std::string pred;
@@ -1687,8 +1653,8 @@ void RowEmitter::storeFull(Ctx& c, int slot, const std::string& valid) {
                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + st);
       rowMemo_[key] = base;
     }
-    std::string p = w.assign(std::string("llvm.getelementptr ") + (c.predicatedLoads ? "" : "inbounds ") + base + "[" +
-                             c.cols[slot] + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
+    std::string p = w.assign("llvm.getelementptr inbounds " + base + "[" + c.cols[slot] +
+                             "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, " + st);
     const auto& lanes = stores[i].second;
     if (vector_ == 1) {
       w.line("llvm.store " + lanes[0] + ", " + p + " {alignment = " + std::to_string(dtypeSize(dt)) + " : i64} : " + st +
@@ -1989,32 +1955,22 @@ void RowEmitter::emitPrefetchNext(MlirWriter& w, const std::string& next, const 
 void RowEmitter::emitL2Prefetch(MlirWriter& w, const std::string& rows) {
   std::string next = w.assign("arith.addi " + r_ + ", " + w.integer(cfg_.l2Prefetch, "i64") + " : i64");
   std::vector<std::pair<std::string, int64_t>> srcs;  // the next row's pointer, the row's bytes
-  // A dynamic length (the held one-step entry): the lines of its most
-  // values, each guarded against the launched length's bytes.
-  const Dim& nd = dom_[k_ - 1];
-  const bool dynamic = nd.isDynamic();
-  const int64_t values = dynamic ? static_cast<int64_t>(cfg_.threadsPerRow) * vector_ * cfg_.oneStep : nd.size;
-  std::string n32 = dynamic ? w.assign("arith.trunci " + dimArg_.at(nd.name) + " : i64 to i32") : "";
-  std::vector<std::string> dynBytes;
   for (const auto& [key, a] : accesses_)
     if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && perRowAccess(a)) {
       DType dt = g_.node(a.node).dtype;
-      srcs.emplace_back(rowPtrFor(w, next, a, dt), values * dtypeSize(dt));
-      dynBytes.push_back(dynamic ? w.assign("arith.muli " + n32 + ", " + w.integer(dtypeSize(dt), "i32") + " : i32") : "");
+      srcs.emplace_back(rowPtrFor(w, next, a, dt), dom_[k_ - 1].size * dtypeSize(dt));
     }
   if (srcs.empty()) return;
   const int64_t T = cfg_.threadsPerRow, line = 128;
   w.line("scf.if " + w.assign("arith.cmpi ult, " + next + ", " + rows + " : i64") + " {");
   w.indent();
   std::string first = w.assign("arith.muli " + t_ + ", " + w.integer(line, "i32") + " : i32");
-  for (size_t i = 0; i < srcs.size(); ++i) {
-    const auto& [src, bytes] = srcs[i];
+  for (const auto& [src, bytes] : srcs)
     for (int64_t k = 0; k * T * line < bytes; ++k) {
       std::string off = k ? w.assign("arith.addi " + first + ", " + w.integer(k * T * line, "i32") + " : i32") : first;
-      const bool partial = dynamic || (k + 1) * T * line > bytes;
+      const bool partial = (k + 1) * T * line > bytes;
       if (partial) {
-        w.line("scf.if " + w.assign("arith.cmpi ult, " + off + ", " + (dynamic ? dynBytes[i] : w.integer(bytes, "i32")) +
-                                    " : i32") + " {");
+        w.line("scf.if " + w.assign("arith.cmpi ult, " + off + ", " + w.integer(bytes, "i32") + " : i32") + " {");
         w.indent();
       }
       std::string p = w.assign("llvm.getelementptr inbounds " + src + "[" + off + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8");
@@ -2025,7 +1981,6 @@ void RowEmitter::emitL2Prefetch(MlirWriter& w, const std::string& rows) {
         w.line("}");
       }
     }
-  }
   w.dedent();
   w.line("}");
 }
@@ -2341,36 +2296,27 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
                        "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i64");
   }
   if (cfg_.persistent) {
+    const int64_t N = nd.size / cfg_.cluster;  // this block's columns
     const int64_t per = static_cast<int64_t>(T) * vector_;
-    // This block's columns; a dynamic length (the held one-step entry,
-    // heldStep_): one_step slots of T x V, each guarded against it (whole
-    // vectors: the vectorized entry runs where the length is a multiple
-    // of V, LaunchGeometry::vectorMultiples).
-    const bool dynamicHeld = nd.isDynamic();
-    const int64_t N = dynamicHeld ? per * cfg_.oneStep : nd.size / cfg_.cluster;
     const int chunks = static_cast<int>((N + per - 1) / per);
     std::string tv = row.assign("arith.muli " + t_ + ", " + row.integer(vector_, "i32") + " : i32");
-    const std::string n32 =
-        dynamicHeld ? row.assign("arith.trunci " + dimArg_.at(nd.name) + " : i64 to i32") : row.integer(N, "i32");
 
     std::vector<std::string> valid;
     persistentCtx_ = Ctx{};
     persistentCtx_.w = &row;
     persistentCtx_.memo = &elemMemo_;
     persistentCtx_.loads = &loadMemo_;
-    persistentCtx_.predicatedLoads = dynamicHeld;
     for (int j = 0; j < chunks; ++j) {
       std::string col = j ? row.assign("arith.addi " + tv + ", " + row.integer(j * per, "i32") + " : i32") : tv;
-      if (!dynamicHeld && (j + 1) * per <= N) {
+      if ((j + 1) * per <= N) {
         valid.push_back("");
       } else {
-        std::string v = row.assign("arith.cmpi ult, " + col + ", " + n32 + " : i32");
+        std::string v = row.assign("arith.cmpi ult, " + col + ", " + row.integer(N, "i32") + " : i32");
         valid.push_back(v);
-        if (!dynamicHeld) col = row.assign("arith.select " + v + ", " + col + ", " + row.integer(0, "i32") + " : i32");
+        col = row.assign("arith.select " + v + ", " + col + ", " + row.integer(0, "i32") + " : i32");
       }
       persistentCtx_.cols.push_back(col);
     }
-    if (dynamicHeld) persistentCtx_.valid = valid;  // (the loads' predicates)
     // Every 16-byte load of the row first, so they are all in flight at once.
     // In a loop over rows (clusters, prefetch), only the loads that differ
     // between rows: the others (weights, biases) are loaded where they are
@@ -2395,7 +2341,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       emitL2Prefetch(row, rowsValue);
     // evict: a held row is read once, with evict_first (the row-shaped
     // 16-byte loads only).
-    if (cfg_.evict && !asTail_ && !(dynamicHeld && std::getenv("KILN_X_HELD_NOEVICT"))) evictHint_ = "evict_first";
+    if (cfg_.evict && !asTail_) evictHint_ = "evict_first";
     for (const auto& [key, a] : accesses_)
       if (!a.strides[k_ - 1].isZero() && vectorAccess(a) && (sharedFirst || perRowAccess(a)))
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
@@ -2404,28 +2350,9 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
       emitPrefetchNext(row, row.assign("arith.addi " + r_ + ", " + loopStep + " : i64"), rowsValue);
     if (loopRows) loadFlags_.clear();
     emitGathers();
-    // A dynamic length's slots: each pass computes its columns and guards
-    // again, from an opaque copy of the thread's first column, so that LLVM
-    // keeps no slot's column or guard alive from one pass to the next (16
-    // of each, beside the held row, spilled).
-    auto refreshSlots = [&](int pass) {
-      if (!dynamicHeld) return;
-      std::string t0 = row.assign("llvm.inline_asm has_side_effects \"mov.b32 $0, $1; // kiln: held slots, pass " +
-                                  std::to_string(pass) + "\", \"=r,r\" " + tv + " : (i32) -> i32");
-      for (int j = 0; j < chunks; ++j) {
-        std::string col = j ? row.assign("arith.addi " + t0 + ", " + row.integer(j * per, "i32") + " : i32") : t0;
-        persistentCtx_.cols[j] = col;
-        valid[j] = row.assign("arith.cmpi ult, " + col + ", " + n32 + " : i32");
-      }
-      persistentCtx_.valid = valid;
-    };
-    for (int level = 0; level <= maxLevel_; ++level) {
-      if (level > 0) refreshSlots(level);
-      levelPersistent(level, chunks, valid);
-    }
+    for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
     elemMemo_.clear();
     if (!fullOutputs_.empty()) reholdNarrow(row, maxLevel_ + 1);
-    if (!fullOutputs_.empty()) refreshSlots(maxLevel_ + 1);
     // In a loop over rows the shared loads still read from global memory
     // (weights past the resident ones) are issued two chunks ahead of the
     // stores that use them, so an L2 round trip overlaps the chunks before
@@ -2649,10 +2576,7 @@ void RowEmitter::prepare() {
   // The config, made consistent with the shape.
   const Dim& nd = dom_[k_ - 1];
   if (nd.isDynamic()) {
-    // (The vectorized entry needs whole vectors per row: see run(). A held
-    // row of a dynamic length is the one-step entry's, below.)
-    heldStep_ = cfg_.persistent && cfg_.oneStep > 0 && cfg_.cluster == 1 && cfg_.threadsPerRow >= 32 && !asTail_;
-    cfg_.persistent = false;
+    cfg_.persistent = false;  // (the vectorized entry needs whole vectors per row: see run())
   } else {
     while (cfg_.vector > 1 && nd.size % cfg_.vector != 0) cfg_.vector /= 2;
   }
@@ -2684,7 +2608,6 @@ void RowEmitter::prepare() {
     const size_t passes = levels.size() + (fullOutputs_.empty() ? 0 : 1);
     if (passes < 2 || welford || !gathers_.empty() || asTail_) cfg_.oneStep = 0;
   }
-  heldStep_ = heldStep_ && cfg_.oneStep > 0;
 
   elementOptions_.approxTranscendentals = true;
   elementOptions_.reciprocalDivision = true;
@@ -2733,11 +2656,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   CompiledKernel& k = out.kernel;
   k.name = name;
   k.schedule = "row_reduction";
-  {
-    RowConfig shown = cfg_;
-    shown.persistent = shown.persistent || heldStep_;  // (a held dynamic row: its one-step entry holds it)
-    k.config = shown.json();
-  }
+  k.config = cfg_.json();
   std::string body;
   int slots = 0;
   // The vector entry: 16-byte vectors along the row, or with lanes the
@@ -2761,9 +2680,7 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
       // An entry of its own for the rows one step covers, so that its
       // registers (and the blocks that fit per SM) are not the loop's.
       oneStepEntry_ = true;
-      cfg_.persistent = heldStep_;
       body += entryText(vname + "_step", V);
-      cfg_.persistent = false;
       oneStepEntry_ = false;
       k.entries.push_back({.name = vname + "_step", .vectorized = true, .oneStep = true});
     }
@@ -3933,13 +3850,6 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
       c.cluster = 1;
     }
   }
-  // A held row of a dynamic length: the one-step entry's T x V x one_step
-  // columns (see RowConfig::persistent), one row per block, in registers;
-  // else the loop (and one-step entries that loop).
-  const bool heldDynamic = c.persistent && d.back().isDynamic();
-  if (heldDynamic && !(c.oneStep > 0 && c.cluster == 1 && c.threadsPerRow >= 32 && !c.stage && !c.prefetch && c.split == 1 && c.lanes == 1 && !tail &&
-                       static_cast<int64_t>(c.oneStep) * std::max(1, c.vector) <= 64))
-    c.persistent = false;
   if (c.stage && sm < 90)
     throw Error("kiln: compile: row_reduction config \"stage\": 1 needs bulk copies (TMA, sm_90 or newer); the "
                 "target is sm_" + std::to_string(sm));
@@ -3991,10 +3901,9 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   // cluster's (each block one step of its part) (prepare() also asks for
   // several passes, no Welford state and no gathers).
   if (c.oneStep > 0) {
-    const bool fit = d.back().isDynamic() && !c.stage && !c.prefetch &&
+    const bool fit = d.back().isDynamic() && !c.persistent && !c.stage && !c.prefetch &&
                      c.split == 1 && c.lanes == 1 && c.threadsPerRow >= 32 && c.evict != 0 && !c.welford && !tail;
     if (!fit) c.oneStep = 0;
-    if (!fit && d.back().isDynamic()) c.persistent = false;
   }
   // L2 prefetch (see RowConfig::l2Prefetch): a held row, one row per block
   // of at least 32 threads, no cluster, row loop, staging, prefetch or

@@ -39,11 +39,7 @@ struct RowConfig {
   int threadsPerRow = 256;  // T: a power of two in [1, 1024]
   int threads = 256;        // per block: T when T >= 32, else a multiple of 32 (several rows per block)
   int vector = 1;           // V: elements per vector access
-  // The row held in registers. A dynamic row length is held only by the
-  // one-step entry (with one_step and evict, one row per block): its
-  // T x V x one_step columns, each slot guarded against the launched
-  // length; longer rows take the looped entry.
-  bool persistent = true;
+  bool persistent = true;   // the row held in registers (static row length only)
   int unroll = 4;           // looped form: vectors per thread per iteration
   int cluster = 1;          // C: blocks per row (a cluster; persistent, sm_90+, N % (C*V) == 0)
   bool rowLoop = true;      // clusters: a grid of the clusters that fit at once, looping over rows
