@@ -651,6 +651,16 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
   for (int id : g.params())
     if (g.node(id).op == Op::Input && g.node(id).shape == group.shape) ++fullInputs;
   if (fullInputs >= 4) c.unroll = 2;
+  // Three full-size streams of 4-byte values in (x*y+z in f32): 8-byte
+  // vectors, torch.compile's autotuned pick for it. Measured on the H200
+  // (2026-12-04, session 33 call 6, do_bench in rounds next to
+  // torch.compile, us, 32768x4096 / 1024x262144 f32): 16-byte 485.7 /
+  // 962.9, 8-byte 484.7 / 960.5 (256 threads: 484.6 / 959.4),
+  // torch.compile 485.1 / 1000.9; 16-byte vectors had run 0.1-0.3% behind
+  // it in every call since session 8. Fewer streams lose with 8 bytes (x+y
+  // f32 373.0 against 370.8; gelu(x+b) 324.3 against 256.8), as do 16-bit
+  // types (4-byte accesses).
+  if (fullInputs == 3 && minSize == 4 && c.vector == 4) c.vector = 2;
   // Small tensors: fewer, smaller blocks still fill the GPU better.
   if (isStaticShape(group.shape)) {
     int64_t n = staticElementCount(group.shape);
