@@ -12,12 +12,12 @@ K=$W/kiln; echo "bundle $(cat $K/COMMIT)"
 echo "=== tests ($SECONDS s)"
 for t in "kiln_tests [pointwise]" kiln_runtime_tests kiln_facade_tests kiln_facade_workspace_tests lesson_01_bias_gelu; do
   set -- $t
-  LD_LIBRARY_PATH=$K/lib timeout 150 $K/bin/$1 ${2:-} > "$R/test-$1.log" 2>&1; echo "$t rc=$? $SECONDS s"
+  LD_LIBRARY_PATH=$K/lib timeout 120 $K/bin/$1 ${2:-} > "$R/test-$1.log" 2>&1; echo "$t rc=$? $SECONDS s"
   grep -hE "test cases|FAILED|SKIP|TB/s|check" "$R/test-$1.log" | tail -4
 done
 echo "=== pointwise next to the anchors ($SECONDS s)"
 KILN_STAGES="bench anchors" KILN_BENCHES="pointwise" KILN_ANCHORS="pointwise" \
-  KILN_TIMEOUT_BENCH=150 KILN_TIMEOUT_ANCHORS=250 KILN_DEADLINE_S=$((470 - SECONDS)) bash scripts/gpu-run.sh "$R/b" > "$R/bench.log" 2>&1
+  KILN_TIMEOUT_BENCH=150 KILN_TIMEOUT_ANCHORS=250 KILN_DEADLINE_S=$((420 - SECONDS)) bash scripts/gpu-run.sh "$R/b" > "$R/bench.log" 2>&1
 echo "bench rc=$? $SECONDS s"
 python3 bench/tables.py "$R/b" > "$R/tables.md" 2>&1; head -20 "$R/tables.md"
 grep -h "launch host cost" "$R/b/bench-pointwise.log" | head -8; grep -h "host_us\|per_node" "$R/b/floor.log" | head -4
