@@ -48,6 +48,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -819,6 +821,28 @@ bool runCase(const Case& c) {
     // the flush leaves the L2 full of dirty lines that the timed kernel's
     // reads must write back; the names and JSON say "flushed": false).
     bo.flushL2 = !std::getenv("KILN_BENCH_NOFLUSH");
+    // KILN_BENCH_FLUSH=read (another experiment's knob): after the flush, a
+    // kiln sum reads a buffer of twice the L2, so that the flush's dirty
+    // lines are written back before the timed run, which then finds the L2
+    // full of clean lines of other data (the names and JSON say "flush":
+    // "read"). What a read-only kernel pays for the dirty lines is the
+    // difference.
+    const char* flushMode = std::getenv("KILN_BENCH_FLUSH");
+    const bool readFlush = bo.flushL2 && flushMode && std::string(flushMode) == "read";
+    std::unique_ptr<rt::DeviceBuffer> readBuf, readOut;
+    std::optional<Kernel> reader;
+    if (readFlush) {
+      const int64_t n = 2 * rt::Device::current().properties().l2Bytes / 4;
+      Graph rg;
+      rg.output("s", sum(rg.input("f", DType::F32, {Dim(n)}), 0));
+      reader.emplace(compile(rg, {.tune = CompileOptions::Tune::Off}));
+      readBuf = std::make_unique<rt::DeviceBuffer>(static_cast<size_t>(n) * 4);
+      readBuf->fill(0);
+      readOut = std::make_unique<rt::DeviceBuffer>(4);
+      const TensorView rv[] = {TensorView(readBuf->data(), DType::F32, {n}), TensorView(readOut->data(), DType::F32, {})};
+      std::vector<TensorView> views(std::begin(rv), std::end(rv));
+      bo.afterFlush = [&reader, views] { reader->launch(std::span<const TensorView>(views)); };
+    }
     rt::BenchmarkResult r = rt::benchmark(launch, bo);
     Case shaped = c;  // a flat case moves the bytes of its rows x cols
     shaped.flat = false;
@@ -829,6 +853,7 @@ bool runCase(const Case& c) {
                 kernels.size(), r.medianUs, r.p95Us, tbps, ofCopy, ok ? "PASS" : "FAIL");
     j["bytes"] = bytes;
     if (!bo.flushL2) j["flushed"] = false;
+    if (readFlush) j["flush"] = "read";
     j["median_us"] = r.medianUs;
     j["p95_us"] = r.p95Us;
     j["TBps"] = tbps;

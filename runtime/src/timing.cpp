@@ -81,6 +81,7 @@ BenchmarkResult benchmark(const std::function<void()>& fn, const BenchmarkOption
       check(d.memsetD8Async(reinterpret_cast<uintptr_t>(flush.data()), uint8_t(i), flush.size(),
                             stream),
             "cuMemsetD8Async (L2 flush)");
+    if (o.afterFlush) o.afterFlush();
     starts[i].record(o.stream);
     fn();
     stops[i].record(o.stream);

@@ -50,6 +50,11 @@ struct BenchmarkOptions {
   // Before each measured run (outside its events), overwrite a buffer of
   // twice the L2 size so that no run finds its inputs in L2.
   bool flushL2 = false;
+  // Enqueued on the stream after each flush (outside the events), when set:
+  // an experiment's hook (bench_reduction's KILN_BENCH_FLUSH=read reads a
+  // buffer of twice the L2 after the flush, so that the timed run finds
+  // the L2 holding clean lines instead of the flush's dirty ones).
+  std::function<void()> afterFlush;
 };
 
 // Runs fn `warmup` times, then `iters` times between a pair of events each,
@@ -58,7 +63,11 @@ struct BenchmarkOptions {
 BenchmarkResult benchmark(const std::function<void()>& fn, const BenchmarkOptions& options);
 inline BenchmarkResult benchmark(const std::function<void()>& fn, int warmup, int iters,
                                  void* stream = nullptr) {
-  return benchmark(fn, BenchmarkOptions{warmup, iters, stream, false});
+  BenchmarkOptions o;
+  o.warmup = warmup;
+  o.iters = iters;
+  o.stream = stream;
+  return benchmark(fn, o);
 }
 
 }  // namespace kiln::rt
