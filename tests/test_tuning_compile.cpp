@@ -146,6 +146,27 @@ TEST_CASE("config spaces: every candidate compiles spill-free and means what it 
   }
 }
 
+// Three full-size f32 inputs (x*y+z): the heuristic reads 8-byte vectors
+// (session 33), and the space still offers the 16-byte ones (and 4-byte
+// halves); two inputs keep 16 bytes first.
+TEST_CASE("config spaces: x*y+z f32 starts at 8-byte vectors and offers 16-byte ones", "[compile][tuning]") {
+  for (bool fma : {true, false}) {
+    Graph g;
+    Tensor x = g.input("x", DType::F32, {Dim("R"), 4096}), y = g.input("y", DType::F32, {Dim("R"), 4096});
+    if (fma) g.output("out", x * y + g.input("z", DType::F32, {Dim("R"), 4096}));
+    else g.output("out", x + y);
+    auto info = compiler::describeKernels(g)[0];
+    INFO((fma ? "x*y+z" : "x+y") << ": " << info.space[0]);
+    auto count = [&](const char* v) {
+      return std::count_if(info.space.begin(), info.space.end(),
+                           [&](const std::string& c) { return c.find(v) != std::string::npos; });
+    };
+    CHECK(info.space[0].find(fma ? "\"vector\": 2" : "\"vector\": 4") != std::string::npos);
+    CHECK(count("\"vector\": 4") > 0);
+    CHECK(count("\"vector\": 2") > 0);
+  }
+}
+
 // Session 28 call 5: held rows of 4096 values fetching about 6 MB of rows
 // ahead into the L2 beat the heuristic's loop in some kernels by 0.3-0.7%:
 // the space offers them wherever the heuristic loops a row a block could

@@ -267,7 +267,7 @@ std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileO
       // The space is centred on the heuristic (with schedule-wide overrides),
       // not on a kernel config already given.
       PointwiseConfig h = pointwiseConfigOf(kp, group, options, -1);
-      info.space = pointwiseSpace(group, h, options);
+      info.space = pointwiseSpace(group, h, options, pointwiseWidestVector(kp.graph, group));
       info.defaultConfig = pointwiseConfigOf(kp, group, options, static_cast<long>(i)).json();
     } else {
       info.schedule = "row_reduction";

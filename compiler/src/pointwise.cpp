@@ -616,8 +616,9 @@ PointwiseKernel PointwiseEmitter::run(const std::string& name, EntryVariants var
 
 }  // namespace
 
-PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options) {
-  PointwiseConfig c;
+namespace {
+// The narrowest dtype's bytes among the group's inputs and outputs.
+int narrowestBytes(const Graph& g, const PointwiseGroup& group) {
   int minSize = 16;
   std::set<int> seen;
   std::function<void(int)> walk = [&](int id) {
@@ -630,10 +631,21 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
     walk(g.outputs()[o].node);
     minSize = std::min(minSize, dtypeSize(g.node(g.outputs()[o].node).dtype));
   }
+  return minSize;
+}
+}  // namespace
+
+int pointwiseWidestVector(const Graph& g, const PointwiseGroup& group) {
   // 16-byte accesses of the narrowest element type, at most 8 lanes: each
   // lane carries its own copy of the expression, and 16 lanes of a
   // libdevice call (cos, say) start to spill.
-  c.vector = std::max(1, std::min(8, 16 / minSize));
+  return std::max(1, std::min(8, 16 / narrowestBytes(g, group)));
+}
+
+PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options) {
+  PointwiseConfig c;
+  const int minSize = narrowestBytes(g, group);
+  c.vector = pointwiseWidestVector(g, group);
   // Keep the vector inside a row when the row allows; else halve it.
   if (!group.shape.empty() && group.shape.back().isStatic())
     while (c.vector > 1 && group.shape.back().size % c.vector != 0) c.vector /= 2;
@@ -671,7 +683,7 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
 }
 
 std::vector<std::string> pointwiseSpace(const PointwiseGroup& group, const PointwiseConfig& h,
-                                        const CompileOptions& options) {
+                                        const CompileOptions& options, int widest) {
   std::vector<std::string> out;
   auto add = [&](int threads, int vector, int unroll, int64_t maxBlocks) {
     std::string j = "{\"threads\": " + std::to_string(threads) + ", \"vector\": " + std::to_string(vector) +
@@ -681,6 +693,8 @@ std::vector<std::string> pointwiseSpace(const PointwiseGroup& group, const Point
   add(h.threads, h.vector, h.unroll, h.maxBlocks);
   std::vector<int> vectors{h.vector};
   if (h.vector >= 4) vectors.push_back(h.vector / 2);
+  if (widest > h.vector && (group.shape.empty() || group.shape.back().isDynamic() || group.shape.back().size % widest == 0))
+    vectors.push_back(widest);
   int64_t n = isStaticShape(group.shape) ? staticElementCount(group.shape) : -1;
   for (int v : vectors)
     for (int t : {64, 128, 256, 512}) {

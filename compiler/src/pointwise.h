@@ -46,10 +46,16 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
 // index_bits, nc); throws kiln::Error naming a bad key or value.
 void applyPointwiseOverride(PointwiseConfig& c, const std::string& json);
 
+// The widest vector the group's accesses take: 16 bytes of its narrowest
+// dtype (inputs and outputs), at most 8 lanes.
+int pointwiseWidestVector(const Graph& g, const PointwiseGroup& group);
+
 // The schedule's config space around the heuristic's choice `h`: override
-// objects of threads, vector, unroll and max_blocks, `h` first.
+// objects of threads, vector (h's, half of it, and `widest` where h's is
+// narrower: x*y+z f32 reads 8-byte vectors by default), unroll and
+// max_blocks, `h` first.
 std::vector<std::string> pointwiseSpace(const PointwiseGroup& group, const PointwiseConfig& h,
-                                        const CompileOptions& options);
+                                        const CompileOptions& options, int widest = 0);
 
 // The kernel's MLIR (a vectorized entry "<name>_v<V>" when config.vector > 1,
 // and/or a scalar entry "<name>_s1", as `variants` asks; a kernel whose
