@@ -633,22 +633,27 @@ int narrowestBytes(const Graph& g, const PointwiseGroup& group) {
   }
   return minSize;
 }
+
+// 16-byte accesses of an element type of `bytes`, at most 8 lanes (each
+// lane carries its own copy of the expression, and 16 lanes of a libdevice
+// call, cos say, start to spill), kept inside a row where the row allows
+// (else halved).
+int widestVectorFor(int bytes, const Shape& shape) {
+  int v = std::max(1, std::min(8, 16 / bytes));
+  if (!shape.empty() && shape.back().isStatic())
+    while (v > 1 && shape.back().size % v != 0) v /= 2;
+  return v;
+}
 }  // namespace
 
 int pointwiseWidestVector(const Graph& g, const PointwiseGroup& group) {
-  // 16-byte accesses of the narrowest element type, at most 8 lanes: each
-  // lane carries its own copy of the expression, and 16 lanes of a
-  // libdevice call (cos, say) start to spill.
-  return std::max(1, std::min(8, 16 / narrowestBytes(g, group)));
+  return widestVectorFor(narrowestBytes(g, group), group.shape);
 }
 
 PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, const CompileOptions& options) {
   PointwiseConfig c;
   const int minSize = narrowestBytes(g, group);
-  c.vector = pointwiseWidestVector(g, group);
-  // Keep the vector inside a row when the row allows; else halve it.
-  if (!group.shape.empty() && group.shape.back().isStatic())
-    while (c.vector > 1 && group.shape.back().size % c.vector != 0) c.vector /= 2;
+  c.vector = widestVectorFor(minSize, group.shape);
   // 128 threads: measured on the H200 (2026-11-30, bench_pointwise sweep)
   // equal to 256/512 on pure streaming kernels and ~1% faster on kernels
   // with more arithmetic per byte (gelu); unroll > 1 and persistent grids
@@ -693,8 +698,7 @@ std::vector<std::string> pointwiseSpace(const PointwiseGroup& group, const Point
   add(h.threads, h.vector, h.unroll, h.maxBlocks);
   std::vector<int> vectors{h.vector};
   if (h.vector >= 4) vectors.push_back(h.vector / 2);
-  if (widest > h.vector && (group.shape.empty() || group.shape.back().isDynamic() || group.shape.back().size % widest == 0))
-    vectors.push_back(widest);
+  if (widest > h.vector) vectors.push_back(widest);
   int64_t n = isStaticShape(group.shape) ? staticElementCount(group.shape) : -1;
   for (int v : vectors)
     for (int t : {64, 128, 256, 512}) {

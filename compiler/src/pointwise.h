@@ -47,7 +47,7 @@ PointwiseConfig pointwiseHeuristic(const Graph& g, const PointwiseGroup& group, 
 void applyPointwiseOverride(PointwiseConfig& c, const std::string& json);
 
 // The widest vector the group's accesses take: 16 bytes of its narrowest
-// dtype (inputs and outputs), at most 8 lanes.
+// dtype (inputs and outputs), at most 8 lanes, kept inside a static row.
 int pointwiseWidestVector(const Graph& g, const PointwiseGroup& group);
 
 // The schedule's config space around the heuristic's choice `h`: override
