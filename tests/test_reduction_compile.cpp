@@ -970,14 +970,19 @@ TEST_CASE("the heuristic's forms for rows of 32768", "[compile][reduction]") {
   // A light f32 row: one step of 1024 threads x 8 vectors per pass, with hints.
   CHECK_THAT(configOf(rf), Contains("\"persistent\": 0") && Contains("\"evict\": 1") && Contains("\"threads\": 1024") &&
                                Contains("\"unroll\": 8") && !Contains("min_blocks"));
-  // Sums stream the row: 128 threads x 4 vectors, no hints, except light
-  // 16-bit rows of at least 512 threads x 8 vectors (one step, evict_first).
+  // Sums stream the row: 4 vectors a step, no hints, 256 threads for f32
+  // rows up to 32768 (128 past that), except light 16-bit rows of at least
+  // 512 threads x 8 vectors (one step, evict_first).
   Graph sb, sf;
   sb.output("y", sum(sb.input("x", DType::BF16, s), {1}));
   sf.output("y", sum(sf.input("x", DType::F32, s), {1}));
   CHECK_THAT(configOf(sb), Contains("\"evict\": 1") && Contains("\"threads\": 512") && Contains("\"unroll\": 8") &&
                                Contains("\"persistent\": 0"));
-  CHECK_THAT(configOf(sf), !Contains("evict") && Contains("\"threads\": 128") && Contains("\"persistent\": 0"));
+  CHECK_THAT(configOf(sf), !Contains("evict") && Contains("\"threads\": 256") && Contains("\"persistent\": 0") &&
+                               Contains("\"unroll\": 4"));
+  Graph sl;
+  sl.output("y", sum(sl.input("x", DType::F32, Shape{"N", 262144}), {1}));
+  CHECK_THAT(configOf(sl), !Contains("evict") && Contains("\"threads\": 128") && Contains("\"persistent\": 0"));
   // The prefetch form's blocks loop over the rows: explain() says so.
   CHECK_THAT(kiln::compile(rl).explain(), Contains("resident grid: the blocks that fit at once loop over the rows"));
   CHECK_THAT(kiln::compile(rf).explain(), !Contains("resident grid"));

@@ -3193,7 +3193,18 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
     // per step, and small blocks so that many rows are in flight per SM.
     // 128 threads per row: measured best for cross-entropy (2.96 vs 1.87 TB/s
     // at 8192x32768 with 512) and equal for sums (same sweep).
-    int64_t T = std::clamp<int64_t>(nextPow2((N + c.vector * c.unroll - 1) / (c.vector * c.unroll)), 32, 128);
+    // Light rows of wider inputs (f32 sums) up to 32768 values: 256 threads.
+    // Measured on the H200 (2026-12-04, session 34 call 3, three rounds
+    // interleaved, us, sum(-1) f32): 32768x4096 130.5-130.6 at 128, 129.8-
+    // 129.9 at 256 (torch.compile 130.3 in call 2: 512 threads, one row a
+    // block); 4096x32768 130.9-131.0 -> 130.4-130.5; but 1024x262144
+    // 249.4-249.6 -> 254.0-256.2, so longer rows keep 128. 512 threads lost
+    // at 4096x32768 (134.6-134.9 at unroll 2) and at 32768x4096 with unroll 4
+    // (135.4-135.7). The parts of whole f32 tensors gain too (call 4,
+    // 32768x4096 in rows of 4096, grid tail): sum 133.6-134.2 -> 132.5-132.6,
+    // sum(x*x) 134.8-135.8 -> 132.8-133.0 (3.95-3.98 -> 4.04 TB/s).
+    const int64_t maxT = !heavy && !narrow && N <= 32768 ? 256 : 128;
+    int64_t T = std::clamp<int64_t>(nextPow2((N + c.vector * c.unroll - 1) / (c.vector * c.unroll)), 32, maxT);
     c.persistent = false;
     c.threadsPerRow = c.threads = static_cast<int>(T);
     // A grid tail (cross_entropy's mean) over rows of up to 32768 values:

@@ -109,6 +109,9 @@ std::string cacheKey(const Graph& g, const compiler::CompileOptions& o) {
                   std::to_string(static_cast<int>(o.variants)) + "\nkeepText " + (o.keepText ? "1" : "0") +
                   "\nconfig " + o.configOverride + "\nrowConfig " + o.rowConfigOverride + "\nmatmulConfig " +
                   o.matmulConfigOverride + "\n";
+  // LLVM options for experiments change the PTX without changing any of the above.
+  if (const char* llvmArgs = std::getenv("KILN_LLVM_ARGS"); llvmArgs && *llvmArgs)
+    k += std::string("llvmArgs ") + llvmArgs + "\n";
   for (const auto& [index, config] : o.kernelConfigs) k += "kernelConfig " + std::to_string(index) + " " + config + "\n";
   for (const auto& [dim, value] : o.dimHints)
     k += "dimHint " + dim + " " + std::to_string(compiler::dimHintClass(value)) + "\n";
