@@ -4,7 +4,8 @@ kernel (its source, the autotuner's chosen config and PTX, from the
 Inductor and Triton caches pointed into $OUT) and the grid, block and
 registers of every kernel eager and torch.compile launch (from a profiler
 trace). Usage: TORCHINDUCTOR_CACHE_DIR=... TRITON_CACHE_DIR=... python3
-bench/probe_anchor_kernels.py OUTDIR"""
+bench/probe_anchor_kernels.py OUTDIR [reduction] ("reduction": the
+reduction rows where torch.compile led, session 34, instead)"""
 import json, os, sys
 import torch
 from triton.testing import do_bench
@@ -13,7 +14,23 @@ out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 M, N = 32768, 4096
 cases = []
-for dtype in (torch.float32, torch.bfloat16):
+if len(sys.argv) > 2 and sys.argv[2] == "reduction":
+    # Session 34: the rows where torch.compile led kiln by 0.2-0.3% (layernorm
+    # and sum f32 at 32768x4096, rmsnorm f32 at 4096x32768), the ops as in
+    # anchors_reduction.py.
+    import torch.nn.functional as F
+    x = torch.randn(M, N, device="cuda")
+    w, b = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
+    cases.append(("layernorm f32 32768x4096", lambda a, ww, bb: F.layer_norm(a, (a.shape[-1],), ww, bb, eps=1e-5),
+                  (x, w, b), 2 * M * N * 4))
+    cases.append(("sum(-1) f32 32768x4096", lambda a: a.sum(-1), (x,), M * N * 4))
+    xr = x.view(4096, 32768)
+    wr = torch.randn(32768, device="cuda")
+    cases.append(("rmsnorm f32 4096x32768",
+                  lambda a, ww: (a.float() * torch.rsqrt(a.float().pow(2).mean(-1, keepdim=True) + 1e-6) * ww.float()).to(a.dtype),
+                  (xr, wr), 2 * M * N * 4))
+else:
+  for dtype in (torch.float32, torch.bfloat16):
     x, y, z = (torch.randn(M, N, device="cuda", dtype=dtype) for _ in range(3))
     cases.append((f"fma {dtype}", lambda a, b, c: a * b + c, (x, y, z), 4 * M * N * x.element_size()))
     cases.append((f"add {dtype}", lambda a, b: a + b, (x, y), 3 * M * N * x.element_size()))
