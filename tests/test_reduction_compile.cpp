@@ -1023,6 +1023,25 @@ TEST_CASE("held rows fetch the row about 6 MB ahead into the L2", "[compile][red
     // 16-bit rows keep two blocks per SM (min_blocks 2, 64 registers).
     if (w.t == DType::BF16) CHECK_THAT(k.config, Contains("\"min_blocks\": 2"));
   }
+  // A light f32 row of 32768 (rmsnorm) over more rows than two rounds of
+  // 1024-thread blocks: held at 1024 threads (32 values a thread) with the
+  // fetch, one line a thread; over fewer, looped in one step of 8 vectors.
+  {
+    auto rms = [](int64_t rows) {
+      Graph g;
+      g.output("y", rmsnorm(g.input("x", DType::F32, {rows, 32768}), g.input("w", DType::F32, {32768})));
+      return g;
+    };
+    compiler::CompiledKernel k = compiler::compileGraph(rms(4096), o).kernels.at(0);
+    checkKernelArtifacts(k);
+    CHECK_THAT(k.config, Contains("\"threads\": 1024") && Contains("\"persistent\": 1") && Contains("\"l2_prefetch\": 48}"));
+    const std::string vec = k.ptx.substr(0, k.ptx.find(".entry " + k.name + "_s1"));
+    CHECK(count(vec, "prefetch.global.L2::evict_last") == 1);
+    for (const compiler::ResourceReport& r : k.resources) CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
+    CHECK_THAT(compiler::compileGraph(rms(512), o).kernels.at(0).config,
+               Contains("\"threads\": 1024") && Contains("\"persistent\": 0") && Contains("\"unroll\": 8") &&
+                   !Contains("l2_prefetch"));
+  }
   // A row count known only at launch: the blocks may be many.
   {
     Graph g;

@@ -549,6 +549,25 @@ TEST_CASE("looped rows with L1 and L2 eviction hints and held rows read with evi
 // blocks that fit at once, each looping over rows, looped or held; rows
 // fewer and more than the grid, a tail step (4104), long rows; and
 // cross_entropy's mean, whose grid tail then signals once per block.
+// The heuristic's form for a light f32 row of 32768 over more rows than two
+// rounds of 1024-thread blocks (session 34): held at 1024 threads, 32 values
+// a thread, each block asking the L2 for the row 48 rows ahead; the last
+// rows' fetches fall past the end and are not issued. Static rows (a
+// dynamic row count keeps the loop).
+TEST_CASE("light f32 rows of 32768 held at 1024 threads with the L2 fetch ahead match the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  const int64_t rows = GENERATE(600, 1024);
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {rows, 32768});
+  g.output("y", rmsnorm(x, g.input("w", DType::F32, {32768})));
+  INFO("rmsnorm f32 [" << rows << ", 32768]");
+  Kernel k = runAndCheck(g, {.ranges = {{"x", {-3, 3}}}});
+  INFO(k.explain());
+  CHECK(k.explain().find("\"threads\": 1024") != std::string::npos);
+  CHECK(k.explain().find("\"persistent\": 1") != std::string::npos);
+  CHECK(k.explain().find("\"l2_prefetch\": 48") != std::string::npos);
+}
+
 TEST_CASE("rows looped by the blocks that fit at once (row_loop, no cluster) match the reference", "[gpu][reduction]") {
   test::requireGpu();
   struct C {

@@ -3429,13 +3429,25 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
   // covers loops with hints too, one step per pass (Inductor's form for
   // rmsnorm f32 at 32768: 32 warps, the whole row per step). Measured on
   // the H200 (2026-12-01, session 10 calls 5-6, rmsnorm f32 4096x32768):
-  // 4.16-4.17 TB/s vs 4.05-4.06 held.
+  // 4.16-4.17 TB/s vs 4.05-4.06 held (at 512 threads, before the L2 fetch
+  // ahead). Over more rows than two rounds of blocks the row is held at
+  // those 1024 threads instead (at most 32 values a thread), where
+  // rowHeuristic adds the L2 fetch ahead, as Inductor holds it: session 34
+  // call 7 (rmsnorm f32 4096x32768, us, three rounds interleaved): looped
+  // 257.4-258.1, held + fetch 256.8-257.1 (torch.compile 256.1-257.2 in
+  // calls 2 and 6); held without the fetch 261.9-263.3, held at 512 threads
+  // with it 258.1-258.3.
   if (lightF32 && fits(T) && T == 512 && valuesPerThread(T) > 32 &&
       smNumber(options.chip) >= 80 && N % (1024 * c.vector) == 0 && N / (1024 * c.vector) <= 8) {
+    c.threadsPerRow = c.threads = 1024;
+    if (staticRows > twoRoundsOfBlocks(options, 1024)) {
+      c.persistent = true;
+      c.unroll = 4;
+      return c;
+    }
     c.persistent = false;
     c.evict = 1;
     c.unroll = static_cast<int>(N / (1024 * c.vector));
-    c.threadsPerRow = c.threads = 1024;
     return c;
   }
   // A heavy row of 16-bit inputs that fills a 512-thread block, whose raw
