@@ -197,6 +197,37 @@ TEST_CASE("cross_entropy with Reduction::Mean compiles to one kernel whose last 
   CHECK_THAT(k.ptx, !Contains(".func"));  // the tail is inlined
 }
 
+TEST_CASE("a looped row loads its gather's column before the row's loop and the value at it after", "[compile][reduction]") {
+  // cross_entropy's picked logit: targets[r] first, x[r, t] once the loop
+  // over the row is done (before its tree), so neither dependent load
+  // stalls the row's first step.
+  DType target = GENERATE(DType::I64, DType::I32);
+  Shape shape = GENERATE(Shape{8192, 32768}, Shape{"N", 32768});
+  test::GraphCase c = test::crossEntropyMean(DType::BF16, target, shape, false);
+  INFO(c.label);
+  compiler::CompiledGraph cg = compiler::compileGraph(c.graph);
+  REQUIRE(cg.kernels.size() == 1);
+  const compiler::CompiledKernel& k = cg.kernels[0];
+  REQUIRE(k.config.find("\"persistent\": 0") != std::string::npos);
+  const std::string& ptx = k.ptx;
+  const std::string tLoad = target == DType::I64 ? "ld.global.nc.b64" : "ld.global.nc.b32";
+  const size_t firstVector = ptx.find("ld.global.nc.v4");
+  REQUIRE(firstVector != std::string::npos);
+  const size_t column = ptx.find(tLoad);
+  REQUIRE(column != std::string::npos);
+  CHECK(column < firstVector);
+  // The loop's back edge: the first branch to a label before it.
+  const size_t picked = ptx.find("ld.global.nc.b16");
+  REQUIRE(picked != std::string::npos);
+  CHECK(picked > firstVector);
+  const size_t backEdge = ptx.rfind("bra", picked);
+  REQUIRE(backEdge != std::string::npos);
+  CHECK(backEdge > firstVector);  // a branch closes the loop before the pick
+  CHECK(ptx.find("shfl.sync", picked) != std::string::npos);  // the tree follows it
+  CHECK(ptx.rfind("shfl.sync", picked) == std::string::npos);
+  checkKernelArtifacts(k);
+}
+
 TEST_CASE("several reductions of the same rows and the consumers of their results share one kernel",
           "[compile][reduction]") {
   DType t = GENERATE(DType::F32, DType::BF16);
