@@ -2660,11 +2660,13 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     // One block streams the whole row of per-row results, so it wants many
     // loads in flight: unroll 8 (with 128 threads and unroll 4, the tail of
     // cross_entropy over 8192 rows took about 5 us more than the second
-    // kernel of 512 threads it replaced, session 7 run 10).
+    // kernel of 512 threads it replaced, session 7 run 10); unroll 32 since
+    // session 35 (cross_entropy's 8192 losses in two rounds of L2 loads,
+    // not four; the kernels' registers unchanged).
     RowConfig tc;
     tc.persistent = false;
     tc.vector = 1;
-    tc.unroll = 8;
+    tc.unroll = 32;
     tc.threadsPerRow = tc.threads = cfg_.threads;  // the calling block's threads
     RowEmitter te(*tail_, tc);
     tailFn_ = te.tailFunction(name + "_tail");
