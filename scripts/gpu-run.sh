@@ -151,7 +151,7 @@ if [[ " $STAGES " == *" tests "* ]]; then
   gpu_tests "$K/bin/kiln_runtime_tests" "$OUTDIR/tests-runtime-gpu"; s2=$?
   # The facade's (multi-kernel plans, the workspace; bundles since session 24).
   s3=0
-  for t in kiln_facade_tests kiln_facade_workspace_tests; do
+  for t in kiln_facade_tests kiln_facade_workspace_tests kiln_aot_tests; do
     if [ -x "$K/bin/$t" ]; then gpu_tests "$K/bin/$t" "$OUTDIR/tests-${t#kiln_}-gpu" || s3=1; fi
   done
   gpu_tests "$K/bin/kiln_tests" "$OUTDIR/tests-gpu"; s1=$?

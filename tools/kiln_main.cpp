@@ -16,6 +16,7 @@ const std::vector<Command>& commands() {
       {"compile", "compile a graph to kernels and show any stage", kCompileHelp, runCompile},
       {"samples", "list or write the sample graphs", kSamplesHelp, runSamples},
       {"cache", "look at and manage the disk cache of compiled kernels", kCacheHelp, runCache},
+      {"aot", "compile a graph ahead of time into a C++ function (runtime only)", kAotHelp, runAot},
   };
   return cmds;
 }

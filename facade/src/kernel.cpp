@@ -119,34 +119,8 @@ void allowLaunchGeometry(const rt::Function& f, const compiler::LaunchGeometry& 
 // clusters, a GPC with an odd number of free SMs leaves one idle).
 void capResident(PreparedKernel& pk) {
   const compiler::LaunchGeometry& lg = pk.ck->launch;
-  const rt::Driver& d = rt::driver();
   if (!lg.resident || !pk.vectorized) return;
-  int64_t cap = 0;
-  if (lg.cluster > 1) {
-    if (!d.occupancyMaxActiveClusters) return;
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = static_cast<unsigned>(lg.cluster);
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = static_cast<unsigned>(lg.cluster);
-    cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = static_cast<unsigned>(lg.threadsPerBlock);
-    cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.sharedMemBytes = static_cast<unsigned>(lg.sharedBytes);
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    int clusters = 0;
-    if (d.occupancyMaxActiveClusters(&clusters, pk.vectorized.handle(), &cfg) == CUDA_SUCCESS && clusters > 0)
-      cap = static_cast<int64_t>(clusters) * lg.cluster;
-  } else {
-    int perSM = 0;
-    if (d.occupancyMaxActiveBlocksPerMultiprocessor(&perSM, pk.vectorized.handle(), lg.threadsPerBlock,
-                                                    static_cast<size_t>(lg.sharedBytes)) == CUDA_SUCCESS &&
-        perSM > 0)
-      cap = static_cast<int64_t>(perSM) * rt::Device::current().basics().smCount;
-  }
+  const int64_t cap = rt::residentBlocks(pk.vectorized, lg.threadsPerBlock, lg.sharedBytes, lg.cluster);
   if (cap > 0 && (pk.grid.maxBlocks <= 0 || cap < pk.grid.maxBlocks)) pk.grid.maxBlocks = cap;
 }
 
@@ -339,7 +313,7 @@ void prepare(Kernel::Impl& impl) {
     for (size_t i = 0; pk.identity && i < pk.tensorMap.size(); ++i) pk.identity = pk.tensorMap[i] == static_cast<int>(i);
     for (size_t i = 0; pk.identity && i < pk.dimMap.size(); ++i) pk.identity = pk.dimMap[i] == static_cast<int>(i);
     for (size_t i = 0; pk.identity && i < pk.scalarMap.size(); ++i) pk.identity = pk.scalarMap[i] == static_cast<int>(i);
-    pk.grid = detail::GridRule::from(ck.launch, ck.dims, ck.name);
+    pk.grid = detail::gridRuleFrom(ck.launch, ck.dims, ck.name);
     for (const compiler::TensorMapParam& m : ck.tensorMaps) {
       if (m.tensor < 0 || static_cast<size_t>(m.tensor) >= ck.tensors.size() || ck.tensors[m.tensor].shape.size() < 2)
         misfit(ck, "a tensor map names tensor " + std::to_string(m.tensor) + ", which is not a tensor of rank >= 2");
@@ -554,8 +528,8 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
 
 namespace detail {
 
-GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std::string>& kernelDims,
-                        const std::string& kernel) {
+GridRule gridRuleFrom(const compiler::LaunchGeometry& g, const std::vector<std::string>& kernelDims,
+                      const std::string& kernel) {
   auto bad = [&](const std::string& problem) -> Error {
     return Error("kiln: internal error: compiled kernel '" + kernel + "' has a bad launch geometry: " + problem);
   };
@@ -610,11 +584,6 @@ GridRule GridRule::from(const compiler::LaunchGeometry& g, const std::vector<std
   return r;
 }
 
-void GridRule::boundExceeded(const Bound& b, int64_t value, const std::string& kernel) {
-  throw Error("kiln: launch of kernel '" + kernel + "': dim " + b.dim + " = " + std::to_string(value) +
-              ", but the kernel takes at most " + std::to_string(b.max) + " " + b.what +
-              " (it counts them with 32-bit integers); split the work into smaller parts");
-}
 
 compiler::CompileOptions compilerOptions(const CompileOptions& options, const std::string& chip) {
   compiler::CompileOptions co;

@@ -35,7 +35,7 @@ Graph matmulGraph(DType t, Dim M, int64_t N, int64_t K) {
 }
 
 int64_t blocksFor(const compiler::CompiledKernel& k, std::vector<int64_t> dims) {
-  detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
+  detail::GridRule r = detail::gridRuleFrom(k.launch, k.dims, k.name);
   return r.blocks([&](size_t d) { return dims.at(d); });
 }
 
@@ -91,11 +91,11 @@ TEST_CASE("grid: a launch geometry that does not fit its kernel is an error nami
   compiler::LaunchGeometry g;
   g.iterShape = {Dim("N"), Dim(64)};
   g.tile = {0};
-  CHECK_THROWS_WITH(detail::GridRule::from(g, {"N"}, "k0"), Contains("'k0'") && Contains("tile size below 1"));
+  CHECK_THROWS_WITH(detail::gridRuleFrom(g, {"N"}, "k0"), Contains("'k0'") && Contains("tile size below 1"));
   g.tile = {1, 2, 3};
-  CHECK_THROWS_WITH(detail::GridRule::from(g, {"N"}, "k0"), Contains("more tile sizes"));
+  CHECK_THROWS_WITH(detail::gridRuleFrom(g, {"N"}, "k0"), Contains("more tile sizes"));
   g.tile = {};
-  CHECK_THROWS_WITH(detail::GridRule::from(g, {"M"}, "k0"), Contains("dim N"));
+  CHECK_THROWS_WITH(detail::gridRuleFrom(g, {"M"}, "k0"), Contains("dim N"));
 }
 
 TEST_CASE("grid: a cluster of 2 gets two blocks per pair of tile rows, in whole clusters", "[compile][matmul]") {
@@ -139,7 +139,7 @@ TEST_CASE("rows counted in 32 bits: a static row over the bound fails to compile
     CHECK(b.dim == "N");
     CHECK(b.max < (int64_t{1} << 31));
     CHECK(b.max >= (int64_t{1} << 30));
-    const detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
+    const detail::GridRule r = detail::gridRuleFrom(k.launch, k.dims, k.name);
     int64_t n = b.max;
     auto dims = [&](size_t) { return n; };
     CHECK_NOTHROW(r.check(dims, k.name));
@@ -184,7 +184,7 @@ TEST_CASE("grid: a dynamic row length picks the vectorized entry only for whole 
     REQUIRE(k.launch.vectorMultiples.size() == 1);
     CHECK(k.launch.vectorMultiples[0].dim == "N");
     CHECK(k.launch.vectorMultiples[0].multiple == v);
-    const detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
+    const detail::GridRule r = detail::gridRuleFrom(k.launch, k.dims, k.name);
     const size_t nIndex = static_cast<size_t>(std::find(k.dims.begin(), k.dims.end(), "N") - k.dims.begin());
     REQUIRE(nIndex < k.dims.size());
     for (int64_t n : {v, 4096 * v, int64_t{1}, v + 1, 4097 * v - 1}) {
@@ -261,7 +261,7 @@ TEST_CASE("grid: a dynamic row length's config names the lengths it was chosen f
       // The one-step entry covers the range's longest rows.
       if (w.oneStep) CHECK(k.launch.oneStepRange == std::vector<compiler::LaunchGeometry::DimRange>{{"N", 0, w.max}});
       else CHECK(k.launch.oneStepRange.empty());
-      const detail::GridRule r = detail::GridRule::from(k.launch, k.dims, k.name);
+      const detail::GridRule r = detail::gridRuleFrom(k.launch, k.dims, k.name);
       const size_t nIndex = static_cast<size_t>(std::find(k.dims.begin(), k.dims.end(), "N") - k.dims.begin());
       REQUIRE(nIndex < k.dims.size());
       for (int64_t n : {int64_t{0}, int64_t{1}, w.min - 1, w.min, w.max, w.max == top ? top : w.max + 1, int64_t{1} << 30}) {

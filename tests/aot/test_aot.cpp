@@ -1,0 +1,226 @@
+// Kernels compiled ahead of time by `kiln aot` (at build time, see
+// CMakeLists.txt), called as plain functions from a process that links
+// kiln_runtime and the DSL's reference evaluator only.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "adamw.h"
+#include "gelu_bias.h"
+#include "kiln/dsl/reference.h"
+#include "kiln/dsl/text.h"
+#include "kiln/error.h"
+#include "kiln/runtime/device_buffer.h"
+#include "kiln/runtime/driver.h"
+#include "rmsnorm.h"
+#include "softmax.h"
+#include "softmax_long.h"
+
+using Catch::Matchers::Contains;
+using kiln::DType;
+using kiln::TensorView;
+
+namespace {
+
+kiln::Graph graphOf(const char* text) { return kiln::parseGraph(text); }
+
+void* fake(uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+void requireGpu() {
+  if (!kiln::rt::driverAvailable()) {
+    std::cout << "SKIPPED: no CUDA driver (" << kiln::rt::driverUnavailableReason() << ")" << std::endl;
+    std::exit(77);
+  }
+}
+
+double tolerance(DType t) {
+  switch (t) {
+    case DType::BF16: return 1.6e-2;
+    case DType::F16: return 2e-3;
+    case DType::F32: return 2e-5;
+    default: return 0;
+  }
+}
+
+uint64_t freshSeed() {
+  static std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+// One ahead-of-time kernel under test: its graph and how to call it.
+struct Case {
+  std::string name;
+  kiln::Graph graph;
+  const kiln::rt::AotKernel& kernel;
+  kiln::InputRanges ranges;
+  std::map<std::string, double> scalars;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  c.push_back({"softmax", graphOf(kiln_aot::softmax_graph()), kiln_aot::softmax_kernel(), {}, {}});
+  c.push_back({"rmsnorm", graphOf(kiln_aot::rmsnorm_graph()), kiln_aot::rmsnorm_kernel(), {}, {}});
+  c.push_back({"gelu_bias", graphOf(kiln_aot::gelu_bias_graph()), kiln_aot::gelu_bias_kernel(), {}, {}});
+  c.push_back({"adamw", graphOf(kiln_aot::adamw_graph()), kiln_aot::adamw_kernel(),
+               {{"exp_avg_sq", {0.0, 1.0}}},
+               {{"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.01}, {"step", 3}}});
+  // Compiled with --dim B=24: its graph has that size.
+  c.push_back({"softmax_long", graphOf(kiln_aot::softmax_long_graph()), kiln_aot::softmax_long_kernel(), {}, {}});
+  return c;
+}
+
+// Runs `c` on fresh random inputs with dims `dims` (every device pointer
+// `offsetElems` elements past an aligned base), outputs poisoned first, and
+// compares every output with the fp64 reference.
+void runAndCheck(const Case& c, const kiln::DimBindings& dims, int offsetElems = 0) {
+  const uint64_t seed = freshSeed();
+  INFO("kernel " << c.name << ", seed " << seed << ", offset " << offsetElems << " elements");
+  kiln::EvalInputs in = kiln::randomInputs(c.graph, dims, seed, c.ranges);
+  for (const auto& [n, v] : c.scalars) in.scalars[n] = v;
+  const std::vector<kiln::EvalOutput> want = kiln::evaluate(c.graph, in);
+  const kiln::rt::KernelSignature& sig = c.kernel.signature();
+  std::vector<kiln::rt::DeviceBuffer> buffers;
+  std::vector<TensorView> views;
+  for (const kiln::rt::TensorParam& p : sig.tensors) {
+    const size_t elem = static_cast<size_t>(kiln::dtypeSize(p.dtype));
+    const size_t offset = static_cast<size_t>(offsetElems) * elem;
+    std::vector<int64_t> shape;
+    for (const kiln::rt::Dim& d : p.shape) shape.push_back(d.isDynamic() ? dims.at(d.name) : d.size);
+    int64_t numel = 1;
+    for (int64_t s : shape) numel *= s;
+    buffers.emplace_back(static_cast<size_t>(numel) * elem + offset + 16);
+    if (!p.isOutput) {
+      const kiln::HostTensor& h = in.tensors.at(p.name);
+      buffers.back().upload(h.data(), h.bytes(), offset);
+    } else {
+      buffers.back().poison();
+    }
+    views.push_back(buffers.back().view(p.dtype, shape, offset));
+  }
+  std::vector<kiln::rt::ScalarArg> scalars;
+  for (const kiln::rt::ScalarParam& s : sig.scalars) scalars.push_back(kiln::rt::ScalarArg(c.scalars.at(s.name)));
+  c.kernel.launch(std::span<const TensorView>(views), {}, scalars);
+  KILN_CU_CHECK(kiln::rt::driver().ctxSynchronize());
+  for (const kiln::EvalOutput& w : want) {
+    const int t = sig.findTensor(w.name);
+    REQUIRE(t >= 0);
+    kiln::HostTensor got(w.value.dtype(), w.value.shape());
+    const size_t offset = static_cast<size_t>(offsetElems) * static_cast<size_t>(kiln::dtypeSize(got.dtype()));
+    buffers[static_cast<size_t>(t)].download(got.data(), got.bytes(), offset);
+    const double tol = tolerance(got.dtype());
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double g = got.get(i), e = w.exact[static_cast<size_t>(i)];
+      const bool ok = std::isnan(e) ? std::isnan(g) : std::fabs(g - e) <= tol * std::max(1.0, std::fabs(e));
+      if (!ok && bad++ == 0) first = i;
+    }
+    INFO("output " << w.name << ": " << bad << " of " << got.numel() << " values outside " << tol
+                   << (first >= 0 ? ", first at " + std::to_string(first) + ": " + std::to_string(got.get(first)) +
+                                        " vs " + std::to_string(w.exact[static_cast<size_t>(first)])
+                                  : std::string()));
+    CHECK(bad == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("an ahead-of-time kernel takes its graph's arguments, in the graph's order") {
+  for (const Case& c : cases()) {
+    INFO("kernel " << c.name);
+    const kiln::rt::KernelSignature& sig = c.kernel.signature();
+    std::vector<std::pair<std::string, DType>> want;
+    for (int id : c.graph.params())
+      if (c.graph.node(id).op == kiln::Op::Input) want.push_back({c.graph.node(id).name, c.graph.node(id).dtype});
+    for (const kiln::GraphOutput& o : c.graph.outputs()) want.push_back({o.name, c.graph.node(o.node).dtype});
+    REQUIRE(sig.tensors.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      CHECK(sig.tensors[i].name == want[i].first);
+      CHECK(sig.tensors[i].dtype == want[i].second);
+      CHECK(sig.tensors[i].isOutput == (i >= sig.numInputs()));
+    }
+    CHECK(sig.dims.size() == c.graph.dynamicDims().size());
+  }
+  // The scalars of adamw, as the graph declares them.
+  const kiln::rt::KernelSignature& adamw = kiln_aot::adamw_kernel().signature();
+  REQUIRE(adamw.scalars.size() == 6);
+  CHECK(adamw.scalars[0].name == "lr");
+  CHECK(adamw.scalars[5].name == "step");
+}
+
+TEST_CASE("ahead-of-time launches check their arguments before they touch the driver") {
+  // Fake pointers: the checks run before any driver call, with or without a GPU.
+  const TensorView x(fake(0x10000), DType::BF16, {8, 4096}), y(fake(0x200000), DType::BF16, {8, 4096});
+  const TensorView xf32(fake(0x10000), DType::F32, {8, 4096});
+  CHECK_THROWS_WITH(kiln_aot::softmax(xf32, y), Contains("'x'") && Contains("bf16") && Contains("f32"));
+  const TensorView yShort(fake(0x200000), DType::BF16, {8, 2048});
+  CHECK_THROWS_WITH(kiln_aot::softmax(x, yShort), Contains("'y'"));
+  const TensorView yRows(fake(0x200000), DType::BF16, {9, 4096});
+  CHECK_THROWS_WITH(kiln_aot::softmax(x, yRows), Contains("N"));
+  const TensorView overlap(fake(0x10000 + 64), DType::BF16, {8, 4096});
+  CHECK_THROWS_WITH(kiln_aot::softmax(x, overlap), Contains("overlaps"));
+  const TensorView only[] = {x};
+  CHECK_THROWS_WITH(kiln_aot::softmax_kernel().launch(std::span<const TensorView>(only)), Contains("softmax") || Contains("kiln_row0"));
+  const TensorView p(fake(0x10000), DType::F32, {1000}), g(fake(0x20000), DType::F32, {1000});
+  const TensorView m(fake(0x30000), DType::F32, {1000}), v(fake(0x40000), DType::F32, {1000});
+  const TensorView o1(fake(0x50000), DType::F32, {1000}), o2(fake(0x60000), DType::F32, {1000});
+  const TensorView o3(fake(0x70000), DType::F32, {999});
+  CHECK_THROWS_WITH(kiln_aot::adamw(p, g, m, v, o1, o2, o3, 1e-3, 0.9, 0.999, 1e-8, 0.01, 1.0),
+                    Contains("'new_exp_avg_sq'"));
+}
+
+TEST_CASE("a process that calls ahead-of-time kernels has no compiler in it") {
+  std::ifstream maps("/proc/self/maps");
+  REQUIRE(maps);
+  std::string line;
+  int lines = 0;
+  while (std::getline(maps, line)) {
+    ++lines;
+    INFO(line);
+    CHECK(line.find("kiln_compiler") == std::string::npos);
+    CHECK(line.find("libLLVM") == std::string::npos);
+    CHECK(line.find("libMLIR") == std::string::npos);
+    CHECK(line.find("nvrtc") == std::string::npos);
+    CHECK(line.find("nvJitLink") == std::string::npos);
+  }
+  CHECK(lines > 0);
+}
+
+TEST_CASE("without a driver, an ahead-of-time launch says so") {
+  if (kiln::rt::driverAvailable()) {
+    std::cout << "SKIPPED: this machine has a CUDA driver (the test is for machines without one)" << std::endl;
+    std::exit(77);
+  }
+  const TensorView x(fake(0x10000), DType::BF16, {8, 4096}), y(fake(0x200000), DType::BF16, {8, 4096});
+  CHECK_THROWS_WITH(kiln_aot::softmax(x, y), Contains("no CUDA driver"));
+  // A second call says the same (the failed load is not remembered as done).
+  CHECK_THROWS_WITH(kiln_aot::softmax(x, y), Contains("no CUDA driver"));
+}
+
+TEST_CASE("ahead-of-time kernels match the reference on the GPU", "[gpu]") {
+  requireGpu();
+  for (const Case& c : cases()) {
+    const std::vector<std::string> dims = c.graph.dynamicDims();
+    if (dims.empty()) {
+      runAndCheck(c, {});
+      runAndCheck(c, {}, 1);  // unaligned pointers: the scalar entry
+      continue;
+    }
+    REQUIRE(dims.size() == 1);
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{64}, int64_t{1000}})
+      runAndCheck(c, {{dims[0], c.name == "adamw" ? n * 4099 : n}});
+    runAndCheck(c, {{dims[0], c.name == "adamw" ? 1000003 : 33}}, 1);
+  }
+}
+
+TEST_CASE("ahead-of-time kernels launch on the caller's stream, launch after launch", "[gpu]") {
+  requireGpu();
+  const Case c = cases()[0];  // softmax
+  for (int i = 0; i < 3; ++i) runAndCheck(c, {{"N", 256 + i}});
+}
