@@ -92,7 +92,8 @@ bounded() {
 # KILN_TEST_JOBS (default 8) at a time: the cases spend most of their time
 # compiling on the CPU, one core each, so the suite takes the time of its
 # longest case instead of their sum. Known long cases start first
-# (KILN_TEST_FIRST: name substrings). Each case's log is DIR/N.log, its exit
+# (KILN_TEST_FIRST: name substrings); cases that compare timings
+# (KILN_TEST_ALONE) run alone at the end. Each case's log is DIR/N.log, its exit
 # status and name DIR/N.rc; DIR.log sums them up (and holds the failed
 # cases' logs). Returns 1 if a case failed or did not finish.
 gpu_tests() {
@@ -104,22 +105,35 @@ gpu_tests() {
     grep -F -- "$pat" "$dir/all.txt" | grep -vxF -f "$dir/names.txt" >> "$dir/names.txt"
   done
   grep -vxF -f "$dir/names.txt" "$dir/all.txt" >> "$dir/names.txt"
+  # Cases whose checks compare timings (KILN_TEST_ALONE: name substrings)
+  # run after the others, one at a time: beside seven other processes'
+  # kernels on the same GPU their timings are not the kernels' own
+  # (session 36 call 7).
+  : > "$dir/alone.txt"
+  for pat in ${KILN_TEST_ALONE:-tuning:}; do grep -F -- "$pat" "$dir/names.txt" >> "$dir/alone.txt"; done
+  run_case() {
+    # Catch's test specs split at commas and read brackets as tags, and
+    # take wildcards only at the ends: such a name is matched by its
+    # longest piece without them.
+    local spec=$2
+    case $2 in *[],[]*)
+      spec="*$(printf '%s' "$2" | tr ',[]' '\n\n\n' | awk '{ if (length($0) > length(m)) m = $0 } END { print m }')*" ;;
+    esac
+    bounded "$bin" "$spec" --reporter compact --durations yes > "$dir/$1.log" 2>&1
+    echo "$? $2" > "$dir/$1.rc"
+  }
   while IFS= read -r name; do
     i=$((i + 1))
+    grep -qxF -- "$name" "$dir/alone.txt" && continue
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-    (
-      # Catch's test specs split at commas and read brackets as tags, and
-      # take wildcards only at the ends: such a name is matched by its
-      # longest piece without them.
-      spec=$name
-      case $name in *[],[]*)
-        spec="*$(printf '%s' "$name" | tr ',[]' '\n\n\n' | awk '{ if (length($0) > length(m)) m = $0 } END { print m }')*" ;;
-      esac
-      bounded "$bin" "$spec" --reporter compact --durations yes > "$dir/$i.log" 2>&1
-      echo "$? $name" > "$dir/$i.rc"
-    ) &
+    run_case "$i" "$name" &
   done < "$dir/names.txt"
   wait
+  i=0
+  while IFS= read -r name; do
+    i=$((i + 1))
+    grep -qxF -- "$name" "$dir/alone.txt" && run_case "$i" "$name"
+  done < "$dir/names.txt"
   local total=0 passed=0 skipped=0 bad=0 rc
   {
     for f in "$dir"/*.rc; do
