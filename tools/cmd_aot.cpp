@@ -15,6 +15,7 @@
 #include "kiln/compiler/compile.h"
 #include "kiln/dsl/text.h"
 #include "kiln/kernel.h"
+#include "kiln/runtime/signature.h"
 
 namespace kiln::cli {
 
@@ -29,7 +30,7 @@ const char* kAotHelp =
     "            scalar..., void* stream = nullptr);\n"
     "\n"
     "that checks its arguments against the graph's signature and launches the\n"
-    "kernel on `stream`. The source holds the cubin (all entry points: 16-byte\n"
+    "kernels on `stream`. The source holds the cubins (all entry points: 16-byte\n"
     "vectors where the pointers allow, a scalar entry for the rest) and the\n"
     "launch rule; build it with your application and link kiln_runtime only.\n"
     "Dynamic dims are taken from the tensors' shapes at each call.\n"
@@ -46,10 +47,9 @@ const char* kAotHelp =
     "  --no-cache         compile without the disk cache\n"
     "  -o DIR             the output folder (created if missing)\n"
     "\n"
-    "Graphs that compile to one kernel taking the graph's own arguments are\n"
-    "supported (pointwise kernels, softmax, norms, row and column reductions);\n"
-    "graphs that need a workspace (several kernels, or a mean over rows taken\n"
-    "by a last block) and matmuls are not yet: a clear error says so.\n";
+    "Any graph kiln compiles: several kernels run in order, with their\n"
+    "intermediates in a workspace the launcher allocates at the first call;\n"
+    "matmul kernels encode their TMA descriptors at each call.\n";
 
 namespace {
 
@@ -109,36 +109,56 @@ std::string shapeLiteral(const Shape& s) {
   return out + "}";
 }
 
-// The graph's signature, in the facade's order (inputs, then outputs; its
-// dynamic dims; its scalars), which the one kernel must match.
-[[noreturn]] void unsupported(const std::string& what) {
-  throw Error("kiln aot: " + what +
-              "; kiln aot supports graphs that compile to one kernel taking the graph's own arguments "
-              "(use kiln::compile at run time for the others)");
-}
-
-void checkIdentity(const Graph& g, const compiler::CompiledGraph& cg) {
-  if (cg.kernels.size() != 1)
-    unsupported("the graph compiles to " + std::to_string(cg.kernels.size()) + " kernels (" +
-                (cg.workspace.empty() ? std::string("no workspace") : "with a workspace") + ")");
-  const compiler::CompiledKernel& k = cg.kernels[0];
-  if (!k.tensorMaps.empty()) unsupported("kernel '" + k.name + "' is a matmul taking TMA tensor maps");
-  if (!cg.workspace.empty())
-    unsupported("kernel '" + k.name + "' needs a workspace (" + cg.workspace[0].name +
-                ": state that its blocks pass to a last block, as a mean over rows does)");
-  std::vector<std::pair<std::string, bool>> want;
-  std::vector<std::string> scalars;
+// The graph's signature, in the facade's order: inputs, then outputs (each
+// at alignment 1; the kernels' own signatures carry their alignments), its
+// dynamic dims, its scalars.
+rt::KernelSignature graphSignature(const Graph& g) {
+  rt::KernelSignature sig;
+  sig.kernel = "graph";
+  auto shape = [](const Shape& s) {
+    std::vector<rt::Dim> out;
+    for (const Dim& d : s) out.push_back(d.isStatic() ? rt::Dim(d.size) : rt::Dim(d.name));
+    return out;
+  };
   for (int id : g.params()) {
     const Node& n = g.node(id);
-    if (n.op == Op::Input) want.push_back({n.name, false});
-    else scalars.push_back(n.name);
+    if (n.op == Op::Input) sig.tensors.push_back({n.name, n.dtype, shape(n.shape), false, 1, true, false});
+    else sig.scalars.push_back({n.name, n.dtype});
   }
-  for (const GraphOutput& o : g.outputs()) want.push_back({o.name, true});
-  bool same = k.tensors.size() == want.size() && k.dims == g.dynamicDims() && k.scalars.size() == scalars.size();
-  for (size_t i = 0; same && i < want.size(); ++i)
-    same = k.tensors[i].name == want[i].first && k.tensors[i].output == want[i].second && !k.tensors[i].workspace;
-  for (size_t i = 0; same && i < scalars.size(); ++i) same = k.scalars[i].name == scalars[i];
-  if (!same) unsupported("kernel '" + k.name + "' does not take the graph's arguments as they are declared");
+  for (const GraphOutput& o : g.outputs()) {
+    const Node& n = g.node(o.node);
+    sig.tensors.push_back({o.name, n.dtype, shape(n.shape), true, 1, true, false});
+  }
+  for (const std::string& d : g.dynamicDims()) sig.dims.push_back({d});
+  return sig;
+}
+
+[[noreturn]] void misfit(const compiler::CompiledKernel& k, const std::string& problem) {
+  throw Error("kiln aot: internal error: kernel '" + k.name + "' does not fit its graph: " + problem);
+}
+
+// Kernel tensor -> graph tensor (>= 0) or workspace tensor (-index - 1), as
+// the facade maps them: a parameter or output of that name and direction,
+// or for a kernel input, a graph output an earlier kernel wrote.
+int tensorIndex(const rt::KernelSignature& sig, const compiler::CompiledGraph& cg, const compiler::CompiledKernel& k,
+                const compiler::KernelTensor& t) {
+  if (t.workspace) {
+    for (size_t i = 0; i < cg.workspace.size(); ++i)
+      if (cg.workspace[i].name == t.name) return -static_cast<int>(i) - 1;
+    misfit(k, "workspace tensor '" + t.name + "' is not in the graph's workspace");
+  }
+  for (size_t i = 0; i < sig.tensors.size(); ++i)
+    if (sig.tensors[i].name == t.name && sig.tensors[i].isOutput == t.output) return static_cast<int>(i);
+  if (!t.output)
+    for (size_t i = 0; i < sig.tensors.size(); ++i)
+      if (sig.tensors[i].name == t.name) return static_cast<int>(i);
+  misfit(k, "tensor '" + t.name + "' is neither a parameter nor an output of the graph");
+}
+
+std::string intList(const std::vector<int>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "}";
 }
 
 }  // namespace
@@ -186,99 +206,168 @@ int runAot(int argc, char** argv) {
   for (const auto& [d, v] : hints) opts.dimHints[d] = v;
   opts.variants = compiler::EntryVariants::All;
   const compiler::CompiledGraph cg = compileGraphCached(g, opts, !a.has("no-cache"));
-  checkIdentity(g, cg);
-  const compiler::CompiledKernel& k = cg.kernels[0];
-  const detail::GridRule grid = detail::gridRuleFrom(k.launch, k.dims, k.name);
-  std::string vectorEntry, scalarEntry, oneStepEntry;
-  for (const compiler::KernelEntry& e : k.entries) (e.oneStep ? oneStepEntry : e.vectorized ? vectorEntry : scalarEntry) = e.name;
+  const rt::KernelSignature sig = graphSignature(g);
 
-  // The function's parameters and the comment describing them.
-  std::string params, describe, pointers;
+  // The function's parameters (the graph's tensors, then its scalars) and
+  // the comment describing them.
+  std::string params, describe, pointers, scalarArgs;
   std::vector<std::string> used;
   auto unique = [&](std::string id) {
     while (std::find(used.begin(), used.end(), id) != used.end()) id += '_';
     used.push_back(id);
     return id;
   };
-  for (const compiler::KernelTensor& t : k.tensors) {
+  for (const rt::TensorParam& t : sig.tensors) {
     const std::string id = unique(identifier(t.name));
     params += (params.empty() ? "" : ", ") + std::string("const kiln::TensorView& ") + id;
     pointers += (pointers.empty() ? "&" : ", &") + id;
-    describe += "//   " + std::string(t.output ? "out " : "in  ") + t.name + " " + typeToString(t.dtype, t.shape) + "\n";
+    describe += "//   " + std::string(t.isOutput ? "out " : "in  ") + t.name + " " + std::string(dtypeName(t.dtype)) +
+                rt::formatShape(t.shape) + "\n";
   }
-  std::string scalarArgs;
-  for (const compiler::KernelScalar& s : k.scalars) {
-    const std::string id = unique(identifier(s.name));
-    params += ", " + scalarType(s.dtype) + " " + id;
+  for (const rt::ScalarParam& sc : sig.scalars) {
+    const std::string id = unique(identifier(sc.name));
+    params += ", " + scalarType(sc.dtype) + " " + id;
     scalarArgs += (scalarArgs.empty() ? "" : ", ") + std::string("kiln::rt::ScalarArg(") + id + ")";
-    describe += "//   scalar " + s.name + " " + std::string(dtypeName(s.dtype)) + "\n";
+    describe += "//   scalar " + sc.name + " " + std::string(dtypeName(sc.dtype)) + "\n";
   }
-  std::string graphComment;
+  std::string graphComment, kernelsComment;
   {
     std::istringstream in(printGraph(g));
     for (std::string line; std::getline(in, line);) graphComment += "//   " + line + "\n";
   }
+  for (const compiler::CompiledKernel& k : cg.kernels)
+    kernelsComment += "//   " + k.name + ": schedule " + k.schedule + ", config " + k.config + "\n";
   const std::string origin = "Generated by `kiln aot` from " + std::filesystem::path(file).filename().string() +
                              " for " + opts.chip + ". Do not edit; generate it again.";
 
   std::ostringstream h;
   h << "// " << name << ".h: " << origin << "\n"
     << "//\n// The graph:\n" << graphComment << "//\n// Arguments:\n" << describe
-    << "//\n// Kernel " << k.name << ": schedule " << k.schedule << ", config " << k.config << "\n"
+    << "//\n// Kernels, in launch order" << (cg.workspace.empty() ? "" : " (with a workspace, allocated at the first call)")
+    << ":\n" << kernelsComment
     << "// Build " << name << ".cpp with the application and link kiln_runtime (no\n"
     << "// compiler, no LLVM); the CUDA driver is loaded at the first call.\n"
     << "#pragma once\n\n#include <cstdint>\n\n#include \"kiln/runtime/aot.h\"\n\nnamespace " << ns << " {\n\n"
     << "// Checks the arguments against the graph's signature (a kiln::Error names\n"
-    << "// the argument and the problem), loads the kernel into the current CUDA\n"
+    << "// the argument and the problem), loads the kernels into the current CUDA\n"
     << "// context (or the device's primary one) at the first call, and launches\n"
-    << "// it on `stream` (a CUstream or cudaStream_t; null: the legacy default\n"
+    << "// them on `stream` (a CUstream or cudaStream_t; null: the legacy default\n"
     << "// stream). Dynamic dims come from the tensors' shapes.\n"
     << "void " << name << "(" << params << ", void* stream = nullptr);\n\n"
-    << "// The kernel behind it: its signature, and launches with spans.\n"
-    << "const kiln::rt::AotKernel& " << name << "_kernel();\n\n"
+    << "// The launcher behind it: the graph's signature, and launches with spans.\n"
+    << "const kiln::rt::AotGraph& " << name << "_launcher();\n\n"
     << "// The graph it was compiled from, in kiln's text form (kiln::parseGraph).\n"
     << "const char* " << name << "_graph();\n\n}  // namespace " << ns << "\n";
 
   std::ostringstream s;
-  s << "// " << name << ".cpp: " << origin << "\n#include \"" << name << ".h\"\n\n#include <span>\n\nnamespace {\n\n"
-    << "// The module image (" << k.cubin.size() << " bytes).\nalignas(8) const unsigned char kCubin[] = {";
-  for (size_t i = 0; i < k.cubin.size(); ++i) {
-    if (i % 16 == 0) s << "\n   ";
-    char buf[8];
-    std::snprintf(buf, sizeof buf, " 0x%02x,", static_cast<unsigned char>(k.cubin[i]));
-    s << buf;
+  s << "// " << name << ".cpp: " << origin << "\n#include \"" << name << ".h\"\n\n#include <span>\n\nnamespace {\n\n";
+  for (size_t ki = 0; ki < cg.kernels.size(); ++ki) {
+    const compiler::CompiledKernel& k = cg.kernels[ki];
+    s << "// Kernel " << k.name << "'s module image (" << k.cubin.size() << " bytes).\nalignas(8) const unsigned char kCubin"
+      << ki << "[] = {";
+    for (size_t i = 0; i < k.cubin.size(); ++i) {
+      if (i % 16 == 0) s << "\n   ";
+      char buf[8];
+      std::snprintf(buf, sizeof buf, " 0x%02x,", static_cast<unsigned char>(k.cubin[i]));
+      s << buf;
+    }
+    s << "\n};\n\n";
   }
-  s << "\n};\n\nkiln::rt::AotKernelSpec spec() {\n  kiln::rt::AotKernelSpec s;\n"
-    << "  s.name = " << quoted(k.name) << ";\n  s.cubin = std::span<const unsigned char>(kCubin, sizeof kCubin);\n"
-    << "  s.vectorEntry = " << quoted(vectorEntry) << ";\n  s.scalarEntry = " << quoted(scalarEntry) << ";\n"
-    << "  s.oneStepEntry = " << quoted(oneStepEntry) << ";\n  s.signature.kernel = " << quoted(k.name) << ";\n";
-  for (const compiler::KernelTensor& t : k.tensors)
-    s << "  s.signature.tensors.push_back({" << quoted(t.name) << ", " << dtypeLiteral(t.dtype) << ", "
-      << shapeLiteral(t.shape) << ", " << (t.output ? "true" : "false") << ", " << (t.alignment > 1 ? t.alignment : 1)
-      << ", true, false});\n";
-  for (const std::string& d : k.dims) s << "  s.signature.dims.push_back({" << quoted(d) << "});\n";
-  for (const compiler::KernelScalar& sc : k.scalars)
-    s << "  s.signature.scalars.push_back({" << quoted(sc.name) << ", " << dtypeLiteral(sc.dtype) << "});\n";
-  s << "  s.grid.staticCount = " << grid.staticCount << ";\n";
-  for (const auto& [d, t] : grid.dynamic) s << "  s.grid.dynamic.push_back({" << d << ", " << t << "});\n";
-  s << "  s.grid.elementsPerBlock = " << grid.elementsPerBlock << ";\n  s.grid.maxBlocks = " << grid.maxBlocks
-    << ";\n  s.grid.cluster = " << grid.cluster << ";\n  s.grid.minBlocks = " << grid.minBlocks << ";\n";
-  for (const detail::GridRule::Bound& b : grid.bounds)
-    s << "  s.grid.bounds.push_back({" << b.index << ", " << b.max << ", " << quoted(b.dim) << ", " << quoted(b.what)
-      << "});\n";
-  for (const auto& [d, m] : grid.multiples) s << "  s.grid.multiples.push_back({" << d << ", " << m << "});\n";
-  for (const detail::GridRule::Range& r : grid.oneStep)
-    s << "  s.grid.oneStep.push_back({" << r.index << ", " << r.min << ", " << r.max << "});\n";
-  s << "  s.threadsPerBlock = " << k.launch.threadsPerBlock << ";\n  s.sharedBytes = " << k.launch.sharedBytes
-    << ";\n  s.cluster = " << k.launch.cluster << ";\n  s.resident = " << (k.launch.resident ? "true" : "false")
-    << ";\n  return s;\n}\n\n}  // namespace\n\nnamespace " << ns << " {\n\n"
-    << "const kiln::rt::AotKernel& " << name << "_kernel() {\n  static const kiln::rt::AotKernel kernel(spec());\n"
-    << "  return kernel;\n}\n\n"
+  s << "kiln::rt::AotGraphSpec spec() {\n  kiln::rt::AotGraphSpec g;\n  g.name = " << quoted(name) << ";\n"
+    << "  g.signature.kernel = " << quoted(name) << ";\n";
+  for (const rt::TensorParam& t : sig.tensors) {
+    std::string shape = "{";
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      shape += std::string(i ? ", " : "") + (t.shape[i].isDynamic() ? "kiln::rt::Dim(" + quoted(t.shape[i].name) + ")"
+                                                                   : "kiln::rt::Dim(int64_t{" + std::to_string(t.shape[i].size) + "})");
+    s << "  g.signature.tensors.push_back({" << quoted(t.name) << ", " << dtypeLiteral(t.dtype) << ", " << shape
+      << "}, " << (t.isOutput ? "true" : "false") << ", 1, true, false});\n";
+  }
+  for (const rt::DimParam& d : sig.dims) s << "  g.signature.dims.push_back({" << quoted(d.name) << "});\n";
+  for (const rt::ScalarParam& sc : sig.scalars)
+    s << "  g.signature.scalars.push_back({" << quoted(sc.name) << ", " << dtypeLiteral(sc.dtype) << "});\n";
+  for (const compiler::KernelTensor& w : cg.workspace) {
+    s << "  g.workspace.push_back({" << quoted(w.name) << ", " << dtypeLiteral(w.dtype) << ", {";
+    for (size_t i = 0; i < w.shape.size(); ++i) {
+      const Dim& d = w.shape[i];
+      const int gi = d.isStatic() ? -1 : sig.findDim(d.name);
+      if (d.isDynamic() && gi < 0) throw Error("kiln aot: internal error: workspace tensor '" + w.name + "' has an unknown dim");
+      s << (i ? ", " : "") << "{" << (d.isStatic() ? d.size : 0) << ", " << gi << "}";
+    }
+    s << "}});\n";
+  }
+  for (size_t ki = 0; ki < cg.kernels.size(); ++ki) {
+    const compiler::CompiledKernel& k = cg.kernels[ki];
+    const detail::GridRule grid = detail::gridRuleFrom(k.launch, k.dims, k.name);
+    std::string vectorEntry, scalarEntry, oneStepEntry;
+    for (const compiler::KernelEntry& e : k.entries)
+      (e.oneStep ? oneStepEntry : e.vectorized ? vectorEntry : scalarEntry) = e.name;
+    std::vector<int> tmap, dmap, smap;
+    for (const compiler::KernelTensor& t : k.tensors) tmap.push_back(tensorIndex(sig, cg, k, t));
+    for (const std::string& d : k.dims) {
+      dmap.push_back(sig.findDim(d));
+      if (dmap.back() < 0) misfit(k, "dim " + d + " is not a dynamic dim of the graph");
+    }
+    for (const compiler::KernelScalar& sc : k.scalars) {
+      smap.push_back(sig.findScalar(sc.name));
+      if (smap.back() < 0) misfit(k, "scalar '" + sc.name + "' is not a scalar of the graph");
+    }
+    s << "  {\n    kiln::rt::AotKernelSpec s;\n"
+      << "    s.name = " << quoted(k.name) << ";\n    s.cubin = std::span<const unsigned char>(kCubin" << ki
+      << ", sizeof kCubin" << ki << ");\n"
+      << "    s.vectorEntry = " << quoted(vectorEntry) << ";\n    s.scalarEntry = " << quoted(scalarEntry) << ";\n"
+      << "    s.oneStepEntry = " << quoted(oneStepEntry) << ";\n    s.signature.kernel = " << quoted(k.name) << ";\n";
+    for (const compiler::KernelTensor& t : k.tensors)
+      s << "    s.signature.tensors.push_back({" << quoted(t.name) << ", " << dtypeLiteral(t.dtype) << ", "
+        << shapeLiteral(t.shape) << ", " << (t.output ? "true" : "false") << ", " << (t.alignment > 1 ? t.alignment : 1)
+        << ", true, false});\n";
+    for (const std::string& d : k.dims) s << "    s.signature.dims.push_back({" << quoted(d) << "});\n";
+    for (const compiler::KernelScalar& sc : k.scalars)
+      s << "    s.signature.scalars.push_back({" << quoted(sc.name) << ", " << dtypeLiteral(sc.dtype) << "});\n";
+    s << "    s.tensors = " << intList(tmap) << ";\n    s.dims = " << intList(dmap) << ";\n    s.scalars = "
+      << intList(smap) << ";\n";
+    s << "    s.grid.staticCount = " << grid.staticCount << ";\n";
+    for (const auto& [d, t] : grid.dynamic) s << "    s.grid.dynamic.push_back({" << d << ", " << t << "});\n";
+    s << "    s.grid.elementsPerBlock = " << grid.elementsPerBlock << ";\n    s.grid.maxBlocks = " << grid.maxBlocks
+      << ";\n    s.grid.cluster = " << grid.cluster << ";\n    s.grid.minBlocks = " << grid.minBlocks << ";\n";
+    for (const detail::GridRule::Bound& b : grid.bounds)
+      s << "    s.grid.bounds.push_back({" << b.index << ", " << b.max << ", " << quoted(b.dim) << ", " << quoted(b.what)
+        << "});\n";
+    for (const auto& [d, m] : grid.multiples) s << "    s.grid.multiples.push_back({" << d << ", " << m << "});\n";
+    for (const detail::GridRule::Range& r : grid.oneStep)
+      s << "    s.grid.oneStep.push_back({" << r.index << ", " << r.min << ", " << r.max << "});\n";
+    s << "    s.threadsPerBlock = " << k.launch.threadsPerBlock << ";\n    s.sharedBytes = " << k.launch.sharedBytes
+      << ";\n    s.cluster = " << k.launch.cluster << ";\n    s.resident = " << (k.launch.resident ? "true" : "false")
+      << ";\n";
+    for (const compiler::TensorMapParam& m : k.tensorMaps) {
+      if (m.tensor < 0 || static_cast<size_t>(m.tensor) >= k.tensors.size() || k.tensors[m.tensor].shape.size() < 2)
+        misfit(k, "a tensor map names tensor " + std::to_string(m.tensor));
+      const compiler::KernelTensor& t = k.tensors[static_cast<size_t>(m.tensor)];
+      std::string axes = "{";
+      for (size_t i = 0; i < t.shape.size(); ++i) {
+        int64_t a = t.shape[i].size;
+        if (t.shape[i].isDynamic()) {
+          const auto it = std::find(k.dims.begin(), k.dims.end(), t.shape[i].name);
+          if (it == k.dims.end()) misfit(k, "tensor '" + t.name + "' has a dim the kernel does not take");
+          a = -static_cast<int64_t>(it - k.dims.begin()) - 1;
+        }
+        axes += (i ? ", " : "") + std::to_string(a);
+      }
+      axes += "}";
+      const std::string what = k.schedule + (t.output ? " output '" : " operand '") + t.name + "' of kernel '" + k.name + "'";
+      s << "    s.maps.push_back({" << m.tensor << ", " << dtypeLiteral(t.dtype) << ", " << axes << ", " << m.boxInner
+        << ", " << m.boxRows << ", " << (m.clampRows ? "true" : "false") << ", " << quoted(what) << "});\n";
+    }
+    s << "    g.kernels.push_back(std::move(s));\n  }\n";
+  }
+  s << "  return g;\n}\n\n}  // namespace\n\nnamespace " << ns << " {\n\n"
+    << "const kiln::rt::AotGraph& " << name << "_launcher() {\n  static const kiln::rt::AotGraph launcher(spec());\n"
+    << "  return launcher;\n}\n\n"
     << "const char* " << name << "_graph() {\n  return R\"kiln_graph(" << printGraph(g) << ")kiln_graph\";\n}\n\n"
     << "void " << name << "(" << params << ", void* stream) {\n"
     << "  const kiln::TensorView* tensors[] = {" << pointers << "};\n";
   if (!scalarArgs.empty()) s << "  const kiln::rt::ScalarArg scalars[] = {" << scalarArgs << "};\n";
-  s << "  " << name << "_kernel().launch(std::span<const kiln::TensorView* const>(tensors), {}, "
+  s << "  " << name << "_launcher().launch(std::span<const kiln::TensorView* const>(tensors), {}, "
     << (scalarArgs.empty() ? "{}" : "std::span<const kiln::rt::ScalarArg>(scalars)") << ", stream);\n}\n\n}  // namespace "
     << ns << "\n";
 
@@ -293,8 +382,10 @@ int runAot(int argc, char** argv) {
     std::ofstream f(path, std::ios::binary);
     if (!f || !(f << text)) throw Error("kiln aot: cannot write " + path);
   }
-  std::printf("kiln aot: %s.h and %s.cpp in %s (kernel %s, %s, %zu-byte cubin)\n", name.c_str(), name.c_str(),
-              outDir->c_str(), k.name.c_str(), k.schedule.c_str(), k.cubin.size());
+  size_t bytes = 0;
+  for (const compiler::CompiledKernel& k : cg.kernels) bytes += k.cubin.size();
+  std::printf("kiln aot: %s.h and %s.cpp in %s (%zu kernel(s), %zu bytes of cubin%s)\n", name.c_str(), name.c_str(),
+              outDir->c_str(), cg.kernels.size(), bytes, cg.workspace.empty() ? "" : ", a workspace");
   return 0;
 }
 

@@ -15,7 +15,7 @@
 #include "kiln/runtime/launch.h"
 #include "kiln/runtime/module.h"
 #include "kiln/runtime/tensor_map.h"
-#include "workspace.h"
+#include "kiln/runtime/workspace.h"
 
 namespace kiln {
 
@@ -59,17 +59,8 @@ struct PreparedKernel {
   // otherwise `scalar` is filled in by loadScalarEntries.
   bool ownScalar = false;
   // The TMA tensor maps the kernel takes after its other parameters
-  // (CompiledKernel::tensorMaps), with each axis of the tensor as a static
-  // size or (size < 0) the kernel dim index -size - 1.
-  struct MapRule {
-    size_t tensor = 0;
-    DType dtype = DType::BF16;
-    std::vector<int64_t> axes;
-    uint32_t boxInner = 64, boxRows = 64;
-    bool clampRows = false;
-    std::string what;  // "matmul operand 'a' of kernel 'kiln_matmul0'"
-  };
-  std::vector<MapRule> maps;
+  // (CompiledKernel::tensorMaps).
+  std::vector<rt::TensorMapRule> maps;
 };
 
 struct Kernel::Impl {
@@ -86,7 +77,7 @@ struct Kernel::Impl {
   std::vector<PreparedKernel> kernels;
   // The intermediates between kernels (CompiledGraph::workspace); null when
   // there are none, as for every single-kernel graph.
-  std::unique_ptr<facade::Workspace> workspace;
+  std::unique_ptr<rt::Workspace> workspace;
   std::atomic<bool> loaded{false};
   std::mutex loadMutex;
   std::string chip;
@@ -229,11 +220,11 @@ int graphTensorOf(const rt::KernelSignature& sig, const compiler::KernelTensor& 
 }
 
 // The workspace tensors in the facade's terms (dims as graph dim indices).
-std::unique_ptr<facade::Workspace> makeWorkspace(const compiler::CompiledGraph& cg, const rt::KernelSignature& sig) {
+std::unique_ptr<rt::Workspace> makeWorkspace(const compiler::CompiledGraph& cg, const rt::KernelSignature& sig) {
   if (cg.workspace.empty()) return nullptr;
-  std::vector<facade::WorkspaceTensor> tensors;
+  std::vector<rt::WorkspaceTensor> tensors;
   for (const compiler::KernelTensor& t : cg.workspace) {
-    facade::WorkspaceTensor w{t.name, t.dtype, {}};
+    rt::WorkspaceTensor w{t.name, t.dtype, {}};
     for (const Dim& d : t.shape) {
       const int gi = d.isStatic() ? -1 : sig.findDim(d.name);
       if (d.isDynamic() && gi < 0)
@@ -243,7 +234,7 @@ std::unique_ptr<facade::Workspace> makeWorkspace(const compiler::CompiledGraph& 
     }
     tensors.push_back(std::move(w));
   }
-  return std::make_unique<facade::Workspace>(std::move(tensors));
+  return std::make_unique<rt::Workspace>(std::move(tensors));
 }
 
 // Everything after compiling: the graph-level signature and packer, one
@@ -318,7 +309,7 @@ void prepare(Kernel::Impl& impl) {
       if (m.tensor < 0 || static_cast<size_t>(m.tensor) >= ck.tensors.size() || ck.tensors[m.tensor].shape.size() < 2)
         misfit(ck, "a tensor map names tensor " + std::to_string(m.tensor) + ", which is not a tensor of rank >= 2");
       const compiler::KernelTensor& t = ck.tensors[static_cast<size_t>(m.tensor)];
-      PreparedKernel::MapRule rule;
+      rt::TensorMapRule rule;
       rule.tensor = static_cast<size_t>(m.tensor);
       rule.dtype = t.dtype;
       rule.boxInner = static_cast<uint32_t>(m.boxInner);
@@ -380,35 +371,7 @@ struct KernelRegistry {
 // has one entry and needs every tensor 16-byte aligned.
 [[gnu::noinline]] void launchWithTensorMaps(const PreparedKernel& pk, const rt::LaunchConfig& cfg,
                                             const rt::ArgBlock& block) {
-  if (!block.vectorizable()) {
-    const uint64_t bad = block.misalignedMask();
-    for (size_t t = 0; t < pk.ck->tensors.size() && t < 64; ++t)
-      if (bad & (uint64_t(1) << t))
-        throw Error("kiln: launch of kernel '" + pk.ck->name + "': tensor '" + pk.ck->tensors[t].name +
-                    "' is not " + std::to_string(pk.ck->tensors[t].alignment) +
-                    "-byte aligned; this kernel's TMA loads and paired stores need every tensor aligned (pointers "
-                    "from cudaMalloc and PyTorch allocations are)");
-  }
-  constexpr size_t kMaxMaps = 4;
-  if (pk.maps.size() > kMaxMaps || block.size() + pk.maps.size() > rt::ArgBlock::kMaxParams)
-    throw Error("kiln: internal: kernel '" + pk.ck->name + "' takes too many tensor maps");
-  std::array<rt::TensorMap, kMaxMaps> maps;
-  std::array<void*, rt::ArgBlock::kMaxParams> params;
-  for (size_t i = 0; i < block.size(); ++i) params[i] = block.params()[i];
-  for (size_t m = 0; m < pk.maps.size(); ++m) {
-    const PreparedKernel::MapRule& r = pk.maps[m];
-    auto size = [&](int64_t a) { return a >= 0 ? a : block.dimValue(static_cast<size_t>(-a - 1)); };
-    const size_t rank = r.axes.size();
-    uint64_t batch = 1;
-    for (size_t a = 0; a + 2 < rank; ++a) batch *= static_cast<uint64_t>(size(r.axes[a]));
-    const uint64_t rows = static_cast<uint64_t>(size(r.axes[rank - 2]));
-    uint32_t boxRows = r.boxRows;
-    if (r.clampRows && rows < boxRows) boxRows = static_cast<uint32_t>((rows + 7) & ~uint64_t(7));
-    rt::encodeTensorMap3d(maps[m], r.what.c_str(), r.dtype, reinterpret_cast<const void*>(block.slot(r.tensor)),
-                          static_cast<uint64_t>(size(r.axes[rank - 1])), rows, batch, r.boxInner, boxRows);
-    params[block.size() + m] = &maps[m];
-  }
-  rt::launch(pk.vectorized, cfg, params.data());
+  rt::launchWithTensorMaps(pk.vectorized, cfg, block, pk.maps, pk.packer->signature());
 }
 
 // The caller has checked the kernel's dim bounds (GridRule::check).
@@ -441,7 +404,7 @@ void launchOne(Kernel::Impl& impl, const PreparedKernel& pk, const rt::ArgBlock&
 // enqueued, so no other launch of this Kernel can move it in between.
 void launchKernels(Kernel::Impl& impl, std::span<const TensorView> tensors, std::span<const ScalarArg> scalars,
                    const rt::ArgBlock& full, void* stream) {
-  std::optional<facade::Workspace::Lease> lease;
+  std::optional<rt::Workspace::Lease> lease;
   if (impl.workspace) {
     std::array<int64_t, rt::ArgBlock::kMaxParams> dims;
     const size_t numDims = impl.sig.dims.size();

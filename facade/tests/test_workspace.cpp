@@ -13,10 +13,10 @@
 
 #include "kiln/error.h"
 #include "kiln/runtime/driver.h"
-#include "workspace.h"
+#include "kiln/runtime/workspace.h"
 
 using namespace kiln;
-using namespace kiln::facade;
+using namespace kiln::rt;
 using Catch::Matchers::Contains;
 
 namespace {

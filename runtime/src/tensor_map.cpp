@@ -2,10 +2,15 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <string>
 
 #include "kiln/error.h"
+#include "kiln/runtime/arg_packer.h"
 #include "kiln/runtime/driver.h"
+#include "kiln/runtime/launch.h"
+#include "kiln/runtime/module.h"
+#include "kiln/runtime/signature.h"
 
 namespace kiln::rt {
 
@@ -50,6 +55,39 @@ void encodeTensorMap3d(TensorMap& map, const char* what, DType dtype, const void
     fail(what, "cuTensorMapEncodeTiled failed: " + cuErrorText(r) + " (sizes " + std::to_string(batch) + " x " +
                    std::to_string(rows) + " x " + std::to_string(inner) + ", box " + std::to_string(boxRows) + " x " +
                    std::to_string(boxInner) + ")");
+}
+
+void launchWithTensorMaps(const Function& fn, const LaunchConfig& cfg, const ArgBlock& block,
+                          std::span<const TensorMapRule> rules, const KernelSignature& sig) {
+  if (!block.vectorizable()) {
+    const uint64_t bad = block.misalignedMask();
+    for (size_t t = 0; t < sig.tensors.size() && t < 64; ++t)
+      if (bad & (uint64_t(1) << t))
+        throw Error("kiln: launch of kernel '" + sig.kernel + "': tensor '" + sig.tensors[t].name + "' is not " +
+                    std::to_string(sig.tensors[t].alignment) +
+                    "-byte aligned; this kernel's TMA loads and paired stores need every tensor aligned (pointers "
+                    "from cudaMalloc and PyTorch allocations are)");
+  }
+  constexpr size_t kMaxMaps = 4;
+  if (rules.size() > kMaxMaps || block.size() + rules.size() > ArgBlock::kMaxParams)
+    throw Error("kiln: internal: kernel '" + sig.kernel + "' takes too many tensor maps");
+  std::array<TensorMap, kMaxMaps> maps;
+  std::array<void*, ArgBlock::kMaxParams> params;
+  for (size_t i = 0; i < block.size(); ++i) params[i] = block.params()[i];
+  for (size_t m = 0; m < rules.size(); ++m) {
+    const TensorMapRule& r = rules[m];
+    auto size = [&](int64_t a) { return a >= 0 ? a : block.dimValue(static_cast<size_t>(-a - 1)); };
+    const size_t rank = r.axes.size();
+    uint64_t batch = 1;
+    for (size_t a = 0; a + 2 < rank; ++a) batch *= static_cast<uint64_t>(size(r.axes[a]));
+    const uint64_t rows = static_cast<uint64_t>(size(r.axes[rank - 2]));
+    uint32_t boxRows = r.boxRows;
+    if (r.clampRows && rows < boxRows) boxRows = static_cast<uint32_t>((rows + 7) & ~uint64_t(7));
+    encodeTensorMap3d(maps[m], r.what.c_str(), r.dtype, reinterpret_cast<const void*>(block.slot(r.tensor)),
+                      static_cast<uint64_t>(size(r.axes[rank - 1])), rows, batch, r.boxInner, boxRows);
+    params[block.size() + m] = &maps[m];
+  }
+  launch(fn, cfg, params.data());
 }
 
 }  // namespace kiln::rt

@@ -1,12 +1,12 @@
 // The workspace of a multi-kernel graph: layout arithmetic and the growing
 // device allocation.
-#include "workspace.h"
+#include "kiln/runtime/workspace.h"
 
 #include "kiln/error.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/driver.h"
 
-namespace kiln::facade {
+namespace kiln::rt {
 
 namespace {
 
@@ -104,4 +104,4 @@ void Workspace::grow(size_t bytes) {
   capacity_ = bytes;
 }
 
-}  // namespace kiln::facade
+}  // namespace kiln::rt

@@ -1,12 +1,13 @@
-// The device workspace of a Kernel whose graph compiled to several kernels:
-// the intermediates between kernels (compiler::CompiledGraph::workspace) live
-// in one device allocation that the Kernel owns, laid out again at every
-// launch from that launch's dim values.
+// The device workspace of a graph compiled to several kernels (or to a
+// kernel whose blocks pass state to a last block): the intermediates
+// (compiler::CompiledGraph::workspace) live in one device allocation that
+// the kiln::Kernel (or the ahead-of-time launcher, aot.h) owns, laid out
+// again at every launch from that launch's dim values.
 //
 // The layout is pure host arithmetic (layoutWorkspace, tested on the CPU);
 // Workspace adds the allocation, which only grows, and the TensorViews that
-// the per-kernel argument packing takes. No LLVM here: this builds into its
-// own small library so that its tests need neither the compiler nor a GPU.
+// the per-kernel argument packing takes. Part of the runtime (no LLVM), so
+// its tests need neither the compiler nor a GPU.
 #pragma once
 
 #include <atomic>
@@ -21,7 +22,7 @@
 #include "kiln/runtime/device_buffer.h"
 #include "kiln/runtime/tensor_view.h"
 
-namespace kiln::facade {
+namespace kiln::rt {
 
 // Every tensor starts at a multiple of 256 bytes from the base, and
 // cuMemAlloc returns 256-byte aligned memory: each tensor gets the 16 bytes
@@ -110,4 +111,4 @@ class Workspace {
   std::atomic<size_t> capacity_{0};  // buffer_.size(), readable without the lock
 };
 
-}  // namespace kiln::facade
+}  // namespace kiln::rt
