@@ -13,3 +13,5 @@ echo
 "${KILN_BUILD_DIR:-build}"/examples/lesson_03_tuning "${KILN_BUILD_DIR:-build}/lesson3-ship"
 echo
 "${KILN_BUILD_DIR:-build}"/examples/lesson_04_linear
+echo
+"${KILN_BUILD_DIR:-build}"/examples/lesson_05_aot

@@ -177,6 +177,9 @@ if [[ " $STAGES " == *" tests "* ]]; then
   if [ -x "$K/bin/lesson_04_linear" ]; then
     bounded "$K/bin/lesson_04_linear" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
+  if [ -x "$K/bin/lesson_05_aot" ]; then
+    bounded "$K/bin/lesson_05_aot" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
 fi
 if [[ " $STAGES " == *" tuning "* ]]; then
   stage_begin "${KILN_TIMEOUT_TUNING:-150}"

@@ -87,6 +87,12 @@ AotGraph::AotGraph(AotGraphSpec spec) : spec_(checked(std::move(spec))), packer_
   for (size_t i = 0; identity_ && i < k0.tensors.size(); ++i) identity_ = k0.tensors[i] == static_cast<int>(i);
   for (size_t i = 0; identity_ && i < k0.dims.size(); ++i) identity_ = k0.dims[i] == static_cast<int>(i);
   for (size_t i = 0; identity_ && i < k0.scalars.size(); ++i) identity_ = k0.scalars[i] == static_cast<int>(i);
+  if (identity_) {
+    // Its argument errors then name the function the caller called.
+    KernelSignature named = k0.signature;
+    named.kernel = spec_.name;
+    packers_[0] = std::make_unique<ArgPacker>(std::move(named));
+  }
 }
 
 AotGraph::~AotGraph() = default;
