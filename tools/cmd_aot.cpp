@@ -12,10 +12,12 @@
 
 #include "cli.h"
 #include "kernel_internal.h"
+#include "kiln/autotune/tuning_db.h"
 #include "kiln/compiler/compile.h"
 #include "kiln/dsl/text.h"
 #include "kiln/kernel.h"
 #include "kiln/runtime/signature.h"
+#include "tuning.h"
 
 namespace kiln::cli {
 
@@ -44,6 +46,13 @@ const char* kAotHelp =
     "  --chip sm_XY       target SM (default sm_90); the cubin runs on that SM\n"
     "  --sms N            the GPU's SM count for the grid heuristics (default 132)\n"
     "  --pointwise-config JSON, --row-config JSON  as for `kiln compile`\n"
+    "  --tuning FILE      take each kernel's config from this tuning database\n"
+    "                     (kiln-tune's output, docs/tuning.md) where it has one\n"
+    "                     for the device and the --hint values' shape bucket;\n"
+    "                     the heuristic's elsewhere (the header says which)\n"
+    "  --device KEY       the database's device, as `kiln-tune show` prints it\n"
+    "                     (\"NVIDIA H200/sm_90/132sm\"); needed when FILE holds\n"
+    "                     several; sets --chip and --sms unless given\n"
     "  --no-cache         compile without the disk cache\n"
     "  -o DIR             the output folder (created if missing)\n"
     "\n"
@@ -166,7 +175,7 @@ std::string intList(const std::vector<int>& v) {
 int runAot(int argc, char** argv) {
   int rc = 0;
   std::optional<Args> parsed = parseFileCommand(
-      argc, argv, kAotHelp, {"dim", "hint", "name", "namespace", "chip", "sms", "pointwise-config", "row-config"},
+      argc, argv, kAotHelp, {"dim", "hint", "name", "namespace", "chip", "sms", "pointwise-config", "row-config", "tuning", "device"},
       rc);
   if (!parsed) return rc;
   const Args& a = *parsed;
@@ -205,6 +214,48 @@ int runAot(int argc, char** argv) {
   if (auto c = a.get("row-config")) opts.rowConfigOverride = *c;
   for (const auto& [d, v] : hints) opts.dimHints[d] = v;
   opts.variants = compiler::EntryVariants::All;
+  // Tuned configs from a shipped database, for its device.
+  std::vector<std::string> tuningNotes;
+  if (auto file = a.get("tuning")) {
+    if (!std::filesystem::exists(*file)) throw Error("kiln aot: --tuning " + *file + ": no such file");
+    const std::vector<tune::TuningEntry> entries = tune::readTuningFile(*file);
+    std::vector<tune::DeviceKey> devices;
+    for (const tune::TuningEntry& e : entries)
+      if (std::find(devices.begin(), devices.end(), e.device) == devices.end()) devices.push_back(e.device);
+    tune::DeviceKey device;
+    if (auto want = a.get("device")) {
+      auto it = std::find_if(devices.begin(), devices.end(), [&](const tune::DeviceKey& d) { return d.str() == *want; });
+      if (it == devices.end()) {
+        std::string known;
+        for (const tune::DeviceKey& d : devices) known += (known.empty() ? "" : ", ") + d.str();
+        throw Error("kiln aot: --device " + *want + ": " + *file + " has no entries for it (it has: " +
+                    (known.empty() ? "none" : known) + ")");
+      }
+      device = *it;
+    } else if (devices.size() == 1) {
+      device = devices[0];
+    } else {
+      std::string known;
+      for (const tune::DeviceKey& d : devices) known += (known.empty() ? "" : ", ") + d.str();
+      throw Error("kiln aot: --tuning " + *file + " holds " + std::to_string(devices.size()) +
+                  " devices; pick one with --device (" + (known.empty() ? "none" : known) + ")");
+    }
+    if (!a.get("chip")) opts.chip = "sm_" + std::to_string(device.ccMajor) + std::to_string(device.ccMinor);
+    if (!a.get("sms")) opts.smCount = device.smCount;
+    tune::TuningDbOptions dbo;
+    dbo.searchPath = *file;
+    // No user file: only the given database is read.
+    dbo.userFile = std::filesystem::path(*outDir) / ".kiln-aot-no-user-tuning.json";
+    tune::TuningDatabase db(dbo);
+    CompileOptions fo;
+    fo.tune = CompileOptions::Tune::UseDatabase;
+    fo.tuningDatabase = &db;
+    fo.tuningDevice = &device;
+    for (const auto& [d, v] : hints) fo.dims[d] = v;
+    tuningNotes = detail::resolveTuning(g, g.toText(), fo, opts);
+  } else if (a.get("device")) {
+    throw Error("kiln aot: --device names a tuning database's device: give the database with --tuning FILE");
+  }
   const compiler::CompiledGraph cg = compileGraphCached(g, opts, !a.has("no-cache"));
   const rt::KernelSignature sig = graphSignature(g);
 
@@ -235,8 +286,11 @@ int runAot(int argc, char** argv) {
     std::istringstream in(printGraph(g));
     for (std::string line; std::getline(in, line);) graphComment += "//   " + line + "\n";
   }
-  for (const compiler::CompiledKernel& k : cg.kernels)
+  for (size_t ki = 0; ki < cg.kernels.size(); ++ki) {
+    const compiler::CompiledKernel& k = cg.kernels[ki];
     kernelsComment += "//   " + k.name + ": schedule " + k.schedule + ", config " + k.config + "\n";
+    if (ki < tuningNotes.size() && !tuningNotes[ki].empty()) kernelsComment += "//     tuning: " + tuningNotes[ki] + "\n";
+  }
   const std::string origin = "Generated by `kiln aot` from " + std::filesystem::path(file).filename().string() +
                              " for " + opts.chip + ". Do not edit; generate it again.";
 
@@ -386,6 +440,8 @@ int runAot(int argc, char** argv) {
   for (const compiler::CompiledKernel& k : cg.kernels) bytes += k.cubin.size();
   std::printf("kiln aot: %s.h and %s.cpp in %s (%zu kernel(s), %zu bytes of cubin%s)\n", name.c_str(), name.c_str(),
               outDir->c_str(), cg.kernels.size(), bytes, cg.workspace.empty() ? "" : ", a workspace");
+  for (size_t ki = 0; ki < cg.kernels.size() && ki < tuningNotes.size(); ++ki)
+    if (!tuningNotes[ki].empty()) std::printf("  %s: %s\n", cg.kernels[ki].name.c_str(), tuningNotes[ki].c_str());
   return 0;
 }
 
