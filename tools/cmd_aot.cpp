@@ -46,7 +46,8 @@ const char* kAotHelp =
     "  --namespace NS     the functions' namespace (default kiln_aot)\n"
     "  --chip sm_XY       target SM (default sm_90); the cubin runs on that SM\n"
     "  --sms N            the GPU's SM count for the grid heuristics (default 132)\n"
-    "  --pointwise-config JSON, --row-config JSON  as for `kiln compile`\n"
+    "  --pointwise-config JSON, --row-config JSON, --matmul-config JSON\n"
+    "                     as for `kiln compile`\n"
     "  --tuning FILE      take each kernel's config from this tuning database\n"
     "                     (kiln-tune's output, docs/tuning.md) where it has one\n"
     "                     for the device and the --hint values' shape bucket;\n"
@@ -176,7 +177,7 @@ std::string intList(const std::vector<int>& v) {
 int runAot(int argc, char** argv) {
   int rc = 0;
   std::optional<Args> parsed = parseFileCommand(
-      argc, argv, kAotHelp, {"dim", "hint", "name", "namespace", "chip", "sms", "pointwise-config", "row-config", "tuning", "device"},
+      argc, argv, kAotHelp, {"dim", "hint", "name", "namespace", "chip", "sms", "pointwise-config", "row-config", "matmul-config", "tuning", "device"},
       rc);
   if (!parsed) return rc;
   const Args& a = *parsed;
@@ -213,6 +214,7 @@ int runAot(int argc, char** argv) {
   }
   if (auto c = a.get("pointwise-config")) opts.configOverride = *c;
   if (auto c = a.get("row-config")) opts.rowConfigOverride = *c;
+  if (auto c = a.get("matmul-config")) opts.matmulConfigOverride = *c;
   for (const auto& [d, v] : hints) opts.dimHints[d] = v;
   opts.variants = compiler::EntryVariants::All;
   // Tuned configs from a shipped database, for its device.
