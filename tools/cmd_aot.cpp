@@ -110,60 +110,22 @@ std::string scalarType(DType t) {
   return isFloat(t) ? "double" : "int64_t";
 }
 
-std::string shapeLiteral(const Shape& s) {
-  std::string out = "{";
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) out += ", ";
-    out += s[i].isStatic() ? "kiln::rt::Dim(int64_t{" + std::to_string(s[i].size) + "})"
-                           : "kiln::rt::Dim(" + quoted(s[i].name) + ")";
+// The statements that fill `var` (a kiln::rt::KernelSignature) with `sig`.
+std::string signatureStatements(const std::string& var, const rt::KernelSignature& sig, const std::string& indent) {
+  std::string out = indent + var + ".kernel = " + quoted(sig.kernel) + ";\n";
+  for (const rt::TensorParam& t : sig.tensors) {
+    std::string shape = "{";
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      shape += std::string(i ? ", " : "") + (t.shape[i].isDynamic() ? "kiln::rt::Dim(" + quoted(t.shape[i].name) + ")"
+                                                                   : "kiln::rt::Dim(int64_t{" + std::to_string(t.shape[i].size) + "})");
+    out += indent + var + ".tensors.push_back({" + quoted(t.name) + ", " + dtypeLiteral(t.dtype) + ", " + shape + "}, " +
+           (t.isOutput ? "true" : "false") + ", " + std::to_string(t.alignment) + ", " + (t.contiguous ? "true" : "false") +
+           ", " + (t.passStrides ? "true" : "false") + "});\n";
   }
-  return out + "}";
-}
-
-// The graph's signature, in the facade's order: inputs, then outputs (each
-// at alignment 1; the kernels' own signatures carry their alignments), its
-// dynamic dims, its scalars.
-rt::KernelSignature graphSignature(const Graph& g) {
-  rt::KernelSignature sig;
-  sig.kernel = "graph";
-  auto shape = [](const Shape& s) {
-    std::vector<rt::Dim> out;
-    for (const Dim& d : s) out.push_back(d.isStatic() ? rt::Dim(d.size) : rt::Dim(d.name));
-    return out;
-  };
-  for (int id : g.params()) {
-    const Node& n = g.node(id);
-    if (n.op == Op::Input) sig.tensors.push_back({n.name, n.dtype, shape(n.shape), false, 1, true, false});
-    else sig.scalars.push_back({n.name, n.dtype});
-  }
-  for (const GraphOutput& o : g.outputs()) {
-    const Node& n = g.node(o.node);
-    sig.tensors.push_back({o.name, n.dtype, shape(n.shape), true, 1, true, false});
-  }
-  for (const std::string& d : g.dynamicDims()) sig.dims.push_back({d});
-  return sig;
-}
-
-[[noreturn]] void misfit(const compiler::CompiledKernel& k, const std::string& problem) {
-  throw Error("kiln aot: internal error: kernel '" + k.name + "' does not fit its graph: " + problem);
-}
-
-// Kernel tensor -> graph tensor (>= 0) or workspace tensor (-index - 1), as
-// the facade maps them: a parameter or output of that name and direction,
-// or for a kernel input, a graph output an earlier kernel wrote.
-int tensorIndex(const rt::KernelSignature& sig, const compiler::CompiledGraph& cg, const compiler::CompiledKernel& k,
-                const compiler::KernelTensor& t) {
-  if (t.workspace) {
-    for (size_t i = 0; i < cg.workspace.size(); ++i)
-      if (cg.workspace[i].name == t.name) return -static_cast<int>(i) - 1;
-    misfit(k, "workspace tensor '" + t.name + "' is not in the graph's workspace");
-  }
-  for (size_t i = 0; i < sig.tensors.size(); ++i)
-    if (sig.tensors[i].name == t.name && sig.tensors[i].isOutput == t.output) return static_cast<int>(i);
-  if (!t.output)
-    for (size_t i = 0; i < sig.tensors.size(); ++i)
-      if (sig.tensors[i].name == t.name) return static_cast<int>(i);
-  misfit(k, "tensor '" + t.name + "' is neither a parameter nor an output of the graph");
+  for (const rt::DimParam& d : sig.dims) out += indent + var + ".dims.push_back({" + quoted(d.name) + "});\n";
+  for (const rt::ScalarParam& sc : sig.scalars)
+    out += indent + var + ".scalars.push_back({" + quoted(sc.name) + ", " + dtypeLiteral(sc.dtype) + "});\n";
+  return out;
 }
 
 std::string intList(const std::vector<int>& v) {
@@ -260,7 +222,9 @@ int runAot(int argc, char** argv) {
     throw Error("kiln aot: --device names a tuning database's device: give the database with --tuning FILE");
   }
   const compiler::CompiledGraph cg = compileGraphCached(g, opts, !a.has("no-cache"));
-  const rt::KernelSignature sig = graphSignature(g);
+  detail::LaunchPlan plan = detail::planLaunches(g, cg);
+  plan.signature.kernel = name;  // argument errors name the function
+  const rt::KernelSignature& sig = plan.signature;
 
   // The function's parameters (the graph's tensors, then its scalars) and
   // the comment describing them.
@@ -332,58 +296,26 @@ int runAot(int argc, char** argv) {
     s << "\n};\n\n";
   }
   s << "kiln::rt::AotGraphSpec spec() {\n  kiln::rt::AotGraphSpec g;\n  g.name = " << quoted(name) << ";\n"
-    << "  g.signature.kernel = " << quoted(name) << ";\n";
-  for (const rt::TensorParam& t : sig.tensors) {
-    std::string shape = "{";
-    for (size_t i = 0; i < t.shape.size(); ++i)
-      shape += std::string(i ? ", " : "") + (t.shape[i].isDynamic() ? "kiln::rt::Dim(" + quoted(t.shape[i].name) + ")"
-                                                                   : "kiln::rt::Dim(int64_t{" + std::to_string(t.shape[i].size) + "})");
-    s << "  g.signature.tensors.push_back({" << quoted(t.name) << ", " << dtypeLiteral(t.dtype) << ", " << shape
-      << "}, " << (t.isOutput ? "true" : "false") << ", 1, true, false});\n";
-  }
-  for (const rt::DimParam& d : sig.dims) s << "  g.signature.dims.push_back({" << quoted(d.name) << "});\n";
-  for (const rt::ScalarParam& sc : sig.scalars)
-    s << "  g.signature.scalars.push_back({" << quoted(sc.name) << ", " << dtypeLiteral(sc.dtype) << "});\n";
-  for (const compiler::KernelTensor& w : cg.workspace) {
+    << signatureStatements("g.signature", sig, "  ");
+  for (const rt::WorkspaceTensor& w : plan.workspace) {
     s << "  g.workspace.push_back({" << quoted(w.name) << ", " << dtypeLiteral(w.dtype) << ", {";
-    for (size_t i = 0; i < w.shape.size(); ++i) {
-      const Dim& d = w.shape[i];
-      const int gi = d.isStatic() ? -1 : sig.findDim(d.name);
-      if (d.isDynamic() && gi < 0) throw Error("kiln aot: internal error: workspace tensor '" + w.name + "' has an unknown dim");
-      s << (i ? ", " : "") << "{" << (d.isStatic() ? d.size : 0) << ", " << gi << "}";
-    }
+    for (size_t i = 0; i < w.shape.size(); ++i) s << (i ? ", " : "") << "{" << w.shape[i].size << ", " << w.shape[i].dim << "}";
     s << "}});\n";
   }
   for (size_t ki = 0; ki < cg.kernels.size(); ++ki) {
     const compiler::CompiledKernel& k = cg.kernels[ki];
-    const detail::GridRule grid = detail::gridRuleFrom(k.launch, k.dims, k.name);
+    const detail::KernelPlan& kp = plan.kernels[ki];
+    const detail::GridRule& grid = kp.grid;
     std::string vectorEntry, scalarEntry, oneStepEntry;
     for (const compiler::KernelEntry& e : k.entries)
       (e.oneStep ? oneStepEntry : e.vectorized ? vectorEntry : scalarEntry) = e.name;
-    std::vector<int> tmap, dmap, smap;
-    for (const compiler::KernelTensor& t : k.tensors) tmap.push_back(tensorIndex(sig, cg, k, t));
-    for (const std::string& d : k.dims) {
-      dmap.push_back(sig.findDim(d));
-      if (dmap.back() < 0) misfit(k, "dim " + d + " is not a dynamic dim of the graph");
-    }
-    for (const compiler::KernelScalar& sc : k.scalars) {
-      smap.push_back(sig.findScalar(sc.name));
-      if (smap.back() < 0) misfit(k, "scalar '" + sc.name + "' is not a scalar of the graph");
-    }
     s << "  {\n    kiln::rt::AotKernelSpec s;\n"
       << "    s.name = " << quoted(k.name) << ";\n    s.cubin = std::span<const unsigned char>(kCubin" << ki
       << ", sizeof kCubin" << ki << ");\n"
       << "    s.vectorEntry = " << quoted(vectorEntry) << ";\n    s.scalarEntry = " << quoted(scalarEntry) << ";\n"
-      << "    s.oneStepEntry = " << quoted(oneStepEntry) << ";\n    s.signature.kernel = " << quoted(k.name) << ";\n";
-    for (const compiler::KernelTensor& t : k.tensors)
-      s << "    s.signature.tensors.push_back({" << quoted(t.name) << ", " << dtypeLiteral(t.dtype) << ", "
-        << shapeLiteral(t.shape) << ", " << (t.output ? "true" : "false") << ", " << (t.alignment > 1 ? t.alignment : 1)
-        << ", true, false});\n";
-    for (const std::string& d : k.dims) s << "    s.signature.dims.push_back({" << quoted(d) << "});\n";
-    for (const compiler::KernelScalar& sc : k.scalars)
-      s << "    s.signature.scalars.push_back({" << quoted(sc.name) << ", " << dtypeLiteral(sc.dtype) << "});\n";
-    s << "    s.tensors = " << intList(tmap) << ";\n    s.dims = " << intList(dmap) << ";\n    s.scalars = "
-      << intList(smap) << ";\n";
+      << "    s.oneStepEntry = " << quoted(oneStepEntry) << ";\n" << signatureStatements("s.signature", kp.signature, "    ")
+      << "    s.tensors = " << intList(kp.tensors) << ";\n    s.dims = " << intList(kp.dims) << ";\n    s.scalars = "
+      << intList(kp.scalars) << ";\n";
     s << "    s.grid.staticCount = " << grid.staticCount << ";\n";
     for (const auto& [d, t] : grid.dynamic) s << "    s.grid.dynamic.push_back({" << d << ", " << t << "});\n";
     s << "    s.grid.elementsPerBlock = " << grid.elementsPerBlock << ";\n    s.grid.maxBlocks = " << grid.maxBlocks
@@ -397,24 +329,11 @@ int runAot(int argc, char** argv) {
     s << "    s.threadsPerBlock = " << k.launch.threadsPerBlock << ";\n    s.sharedBytes = " << k.launch.sharedBytes
       << ";\n    s.cluster = " << k.launch.cluster << ";\n    s.resident = " << (k.launch.resident ? "true" : "false")
       << ";\n";
-    for (const compiler::TensorMapParam& m : k.tensorMaps) {
-      if (m.tensor < 0 || static_cast<size_t>(m.tensor) >= k.tensors.size() || k.tensors[m.tensor].shape.size() < 2)
-        misfit(k, "a tensor map names tensor " + std::to_string(m.tensor));
-      const compiler::KernelTensor& t = k.tensors[static_cast<size_t>(m.tensor)];
+    for (const rt::TensorMapRule& m : kp.maps) {
       std::string axes = "{";
-      for (size_t i = 0; i < t.shape.size(); ++i) {
-        int64_t a = t.shape[i].size;
-        if (t.shape[i].isDynamic()) {
-          const auto it = std::find(k.dims.begin(), k.dims.end(), t.shape[i].name);
-          if (it == k.dims.end()) misfit(k, "tensor '" + t.name + "' has a dim the kernel does not take");
-          a = -static_cast<int64_t>(it - k.dims.begin()) - 1;
-        }
-        axes += (i ? ", " : "") + std::to_string(a);
-      }
-      axes += "}";
-      const std::string what = k.schedule + (t.output ? " output '" : " operand '") + t.name + "' of kernel '" + k.name + "'";
-      s << "    s.maps.push_back({" << m.tensor << ", " << dtypeLiteral(t.dtype) << ", " << axes << ", " << m.boxInner
-        << ", " << m.boxRows << ", " << (m.clampRows ? "true" : "false") << ", " << quoted(what) << "});\n";
+      for (size_t i = 0; i < m.axes.size(); ++i) axes += (i ? ", " : "") + std::to_string(m.axes[i]);
+      s << "    s.maps.push_back({" << m.tensor << ", " << dtypeLiteral(m.dtype) << ", " << axes << "}, " << m.boxInner
+        << ", " << m.boxRows << ", " << (m.clampRows ? "true" : "false") << ", " << quoted(m.what) << "});\n";
     }
     s << "    g.kernels.push_back(std::move(s));\n  }\n";
   }

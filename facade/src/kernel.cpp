@@ -219,30 +219,13 @@ int graphTensorOf(const rt::KernelSignature& sig, const compiler::KernelTensor& 
   return -1;
 }
 
-// The workspace tensors in the facade's terms (dims as graph dim indices).
-std::unique_ptr<rt::Workspace> makeWorkspace(const compiler::CompiledGraph& cg, const rt::KernelSignature& sig) {
-  if (cg.workspace.empty()) return nullptr;
-  std::vector<rt::WorkspaceTensor> tensors;
-  for (const compiler::KernelTensor& t : cg.workspace) {
-    rt::WorkspaceTensor w{t.name, t.dtype, {}};
-    for (const Dim& d : t.shape) {
-      const int gi = d.isStatic() ? -1 : sig.findDim(d.name);
-      if (d.isDynamic() && gi < 0)
-        throw Error("kiln: internal error: workspace tensor '" + t.name + "' has the dim " + d.name +
-                    ", which is not a dynamic dim of the graph");
-      w.shape.push_back({d.isStatic() ? d.size : 0, gi});
-    }
-    tensors.push_back(std::move(w));
-  }
-  return std::make_unique<rt::Workspace>(std::move(tensors));
-}
+}  // namespace
 
-// Everything after compiling: the graph-level signature and packer, one
-// PreparedKernel per kernel with its mapping onto the graph's arguments and
-// the workspace, and the modules when a driver is present.
-void prepare(Kernel::Impl& impl) {
-  const Graph& graph = impl.graph;
-  rt::KernelSignature& sig = impl.sig;
+namespace detail {
+
+LaunchPlan planLaunches(const Graph& graph, const compiler::CompiledGraph& cg) {
+  LaunchPlan plan;
+  rt::KernelSignature& sig = plan.signature;
   sig.kernel = "graph";
   for (int id : graph.params()) {
     const Node& n = graph.node(id);
@@ -254,22 +237,31 @@ void prepare(Kernel::Impl& impl) {
     sig.tensors.push_back({o.name, n.dtype, toRtShape(n.shape), true, 1, true, false});
   }
   for (const std::string& d : graph.dynamicDims()) sig.dims.push_back({d});
-  impl.packer = std::make_unique<rt::ArgPacker>(sig);
 
-  const std::vector<compiler::KernelTensor>& ws = impl.compiled.workspace;
-  impl.workspace = makeWorkspace(impl.compiled, sig);
+  // The workspace tensors with their dims as graph dim indices.
+  const std::vector<compiler::KernelTensor>& ws = cg.workspace;
+  for (const compiler::KernelTensor& t : ws) {
+    rt::WorkspaceTensor w{t.name, t.dtype, {}};
+    for (const Dim& d : t.shape) {
+      const int gi = d.isStatic() ? -1 : sig.findDim(d.name);
+      if (d.isDynamic() && gi < 0)
+        throw Error("kiln: internal error: workspace tensor '" + t.name + "' has the dim " + d.name +
+                    ", which is not a dynamic dim of the graph");
+      w.shape.push_back({d.isStatic() ? d.size : 0, gi});
+    }
+    plan.workspace.push_back(std::move(w));
+  }
   std::vector<bool> written(ws.size(), false);
 
-  for (const compiler::CompiledKernel& ck : impl.compiled.kernels) {
-    PreparedKernel pk;
-    pk.ck = &ck;
-    rt::KernelSignature ks;
+  for (const compiler::CompiledKernel& ck : cg.kernels) {
+    KernelPlan kp;
+    rt::KernelSignature& ks = kp.signature;
     ks.kernel = ck.name;
     for (const compiler::KernelTensor& t : ck.tensors) {
       ks.tensors.push_back({t.name, t.dtype, toRtShape(t.shape), t.output,
                             static_cast<unsigned>(t.alignment > 1 ? t.alignment : 1), true, false});
-      int gi = -1, wi = -1;
       if (t.workspace) {
+        int wi = -1;
         for (size_t i = 0; i < ws.size(); ++i)
           if (ws[i].name == t.name) wi = static_cast<int>(i);
         if (wi < 0) misfit(ck, "tensor '" + t.name + "' is a workspace tensor the graph's workspace list lacks");
@@ -280,31 +272,31 @@ void prepare(Kernel::Impl& impl) {
         if (t.output) written[static_cast<size_t>(wi)] = true;
         else if (!written[static_cast<size_t>(wi)])
           misfit(ck, "it reads workspace tensor '" + t.name + "' before any kernel writes it");
+        kp.tensors.push_back(-wi - 1);
       } else {
-        gi = graphTensorOf(sig, t);
+        const int gi = graphTensorOf(sig, t);
         if (gi < 0)
           misfit(ck, std::string(t.output ? "output" : "input") + " tensor '" + t.name +
                          "' is neither a parameter nor an output of the graph, and not a workspace tensor");
+        kp.tensors.push_back(gi);
       }
-      pk.tensorMap.push_back(gi);
-      pk.workspaceMap.push_back(wi);
     }
     for (const std::string& d : ck.dims) {
       ks.dims.push_back({d});
-      pk.dimMap.push_back(sig.findDim(d));
-      if (pk.dimMap.back() < 0) misfit(ck, "dim " + d + " is not a dynamic dim of the graph");
+      kp.dims.push_back(sig.findDim(d));
+      if (kp.dims.back() < 0) misfit(ck, "dim " + d + " is not a dynamic dim of the graph");
     }
-    for (const compiler::KernelScalar& s : ck.scalars) {
-      ks.scalars.push_back({s.name, s.dtype});
-      pk.scalarMap.push_back(sig.findScalar(s.name));
-      if (pk.scalarMap.back() < 0) misfit(ck, "scalar '" + s.name + "' is not a scalar of the graph");
+    for (const compiler::KernelScalar& sc : ck.scalars) {
+      ks.scalars.push_back({sc.name, sc.dtype});
+      kp.scalars.push_back(sig.findScalar(sc.name));
+      if (kp.scalars.back() < 0) misfit(ck, "scalar '" + sc.name + "' is not a scalar of the graph");
     }
-    pk.identity = impl.compiled.kernels.size() == 1 && ks.tensors.size() == sig.tensors.size() &&
+    kp.identity = cg.kernels.size() == 1 && ks.tensors.size() == sig.tensors.size() &&
                   ks.dims.size() == sig.dims.size() && ks.scalars.size() == sig.scalars.size();
-    for (size_t i = 0; pk.identity && i < pk.tensorMap.size(); ++i) pk.identity = pk.tensorMap[i] == static_cast<int>(i);
-    for (size_t i = 0; pk.identity && i < pk.dimMap.size(); ++i) pk.identity = pk.dimMap[i] == static_cast<int>(i);
-    for (size_t i = 0; pk.identity && i < pk.scalarMap.size(); ++i) pk.identity = pk.scalarMap[i] == static_cast<int>(i);
-    pk.grid = detail::gridRuleFrom(ck.launch, ck.dims, ck.name);
+    for (size_t i = 0; kp.identity && i < kp.tensors.size(); ++i) kp.identity = kp.tensors[i] == static_cast<int>(i);
+    for (size_t i = 0; kp.identity && i < kp.dims.size(); ++i) kp.identity = kp.dims[i] == static_cast<int>(i);
+    for (size_t i = 0; kp.identity && i < kp.scalars.size(); ++i) kp.identity = kp.scalars[i] == static_cast<int>(i);
+    kp.grid = gridRuleFrom(ck.launch, ck.dims, ck.name);
     for (const compiler::TensorMapParam& m : ck.tensorMaps) {
       if (m.tensor < 0 || static_cast<size_t>(m.tensor) >= ck.tensors.size() || ck.tensors[m.tensor].shape.size() < 2)
         misfit(ck, "a tensor map names tensor " + std::to_string(m.tensor) + ", which is not a tensor of rank >= 2");
@@ -324,9 +316,40 @@ void prepare(Kernel::Impl& impl) {
           rule.axes.push_back(-static_cast<int64_t>(di) - 1);
         }
       }
-      pk.maps.push_back(std::move(rule));
+      kp.maps.push_back(std::move(rule));
     }
-    pk.packer = std::make_unique<rt::ArgPacker>(std::move(ks));
+    plan.kernels.push_back(std::move(kp));
+  }
+  return plan;
+}
+
+}  // namespace detail
+
+namespace {
+
+// Everything after compiling: the graph-level signature and packer, one
+// PreparedKernel per kernel with its mapping onto the graph's arguments and
+// the workspace (detail::planLaunches), and the modules when a driver is
+// present.
+void prepare(Kernel::Impl& impl) {
+  detail::LaunchPlan plan = detail::planLaunches(impl.graph, impl.compiled);
+  impl.sig = std::move(plan.signature);
+  impl.packer = std::make_unique<rt::ArgPacker>(impl.sig);
+  if (!plan.workspace.empty()) impl.workspace = std::make_unique<rt::Workspace>(std::move(plan.workspace));
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    detail::KernelPlan& kp = plan.kernels[k];
+    PreparedKernel pk;
+    pk.ck = &impl.compiled.kernels[k];
+    for (int t : kp.tensors) {
+      pk.tensorMap.push_back(t >= 0 ? t : -1);
+      pk.workspaceMap.push_back(t >= 0 ? -1 : -t - 1);
+    }
+    pk.dimMap = std::move(kp.dims);
+    pk.scalarMap = std::move(kp.scalars);
+    pk.identity = kp.identity;
+    pk.grid = std::move(kp.grid);
+    pk.maps = std::move(kp.maps);
+    pk.packer = std::make_unique<rt::ArgPacker>(std::move(kp.signature));
     impl.kernels.push_back(std::move(pk));
   }
   if (rt::driverAvailable()) loadModules(impl);

@@ -26,7 +26,6 @@ AotGraphSpec checked(AotGraphSpec g) {
     return Error("kiln: ahead-of-time graph '" + g.name + "'" + what + ": " + problem +
                  " (regenerate it with `kiln aot`)");
   };
-  g.signature.validate();
   if (g.kernels.empty()) throw bad("", "no kernels");
   const int numTensors = static_cast<int>(g.signature.tensors.size());
   const int numWorkspace = static_cast<int>(g.workspace.size());
@@ -35,7 +34,6 @@ AotGraphSpec checked(AotGraphSpec g) {
       if (a.dim >= static_cast<int>(g.signature.dims.size())) throw bad("", "workspace tensor '" + w.name + "' names a dim it lacks");
   for (const AotKernelSpec& s : g.kernels) {
     const std::string where = ", kernel '" + s.name + "'";
-    s.signature.validate();
     if (s.cubin.empty()) throw bad(where, "no cubin");
     if (s.vectorEntry.empty() && s.scalarEntry.empty()) throw bad(where, "no entry point");
     if (!s.oneStepEntry.empty() && s.vectorEntry.empty()) throw bad(where, "a one-step entry without a vectorized one");
@@ -77,6 +75,7 @@ AotGraphSpec checked(AotGraphSpec g) {
 
 }  // namespace
 
+// The signatures are validated by their ArgPackers.
 AotGraph::AotGraph(AotGraphSpec spec) : spec_(checked(std::move(spec))), packer_(spec_.signature) {
   for (const AotKernelSpec& k : spec_.kernels) packers_.push_back(std::make_unique<ArgPacker>(k.signature));
   if (!spec_.workspace.empty()) workspace_ = std::make_unique<Workspace>(spec_.workspace);

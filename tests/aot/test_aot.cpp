@@ -16,6 +16,7 @@
 #include "center_columns.h"
 #include "cross_entropy.h"
 #include "gelu_bias.h"
+#include "../gpu_basics.h"
 #include "kiln/dsl/reference.h"
 #include "kiln/dsl/text.h"
 #include "kiln/error.h"
@@ -29,33 +30,15 @@
 using Catch::Matchers::Contains;
 using kiln::DType;
 using kiln::TensorView;
+using kiln::test::freshSeed;
+using kiln::test::requireGpu;
+using kiln::test::tolerance;
 
 namespace {
 
 kiln::Graph graphOf(const char* text) { return kiln::parseGraph(text); }
 
 void* fake(uintptr_t address) { return reinterpret_cast<void*>(address); }
-
-void requireGpu() {
-  if (!kiln::rt::driverAvailable()) {
-    std::cout << "SKIPPED: no CUDA driver (" << kiln::rt::driverUnavailableReason() << ")" << std::endl;
-    std::exit(77);
-  }
-}
-
-double tolerance(DType t) {
-  switch (t) {
-    case DType::BF16: return 1.6e-2;
-    case DType::F16: return 2e-3;
-    case DType::F32: return 2e-5;
-    default: return 0;
-  }
-}
-
-uint64_t freshSeed() {
-  static std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
 
 // One ahead-of-time kernel under test: its graph and how to call it.
 struct Case {
