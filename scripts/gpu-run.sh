@@ -165,7 +165,7 @@ if [[ " $STAGES " == *" tests "* ]]; then
   gpu_tests "$K/bin/kiln_runtime_tests" "$OUTDIR/tests-runtime-gpu"; s2=$?
   # The facade's (multi-kernel plans, the workspace; bundles since session 24).
   s3=0
-  for t in kiln_facade_tests kiln_facade_workspace_tests kiln_aot_tests; do
+  for t in kiln_facade_tests kiln_facade_workspace_tests kiln_aot_tests kiln_interop_tests; do
     if [ -x "$K/bin/$t" ]; then gpu_tests "$K/bin/$t" "$OUTDIR/tests-${t#kiln_}-gpu" || s3=1; fi
   done
   gpu_tests "$K/bin/kiln_tests" "$OUTDIR/tests-gpu"; s1=$?
@@ -179,6 +179,9 @@ if [[ " $STAGES " == *" tests "* ]]; then
   fi
   if [ -x "$K/bin/lesson_05_aot" ]; then
     bounded "$K/bin/lesson_05_aot" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
+  if [ -x "$K/bin/lesson_06_cuda_graphs" ]; then
+    bounded "$K/bin/lesson_06_cuda_graphs" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
 fi
 if [[ " $STAGES " == *" tuning "* ]]; then

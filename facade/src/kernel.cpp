@@ -335,7 +335,12 @@ void prepare(Kernel::Impl& impl) {
   detail::LaunchPlan plan = detail::planLaunches(impl.graph, impl.compiled);
   impl.sig = std::move(plan.signature);
   impl.packer = std::make_unique<rt::ArgPacker>(impl.sig);
-  if (!plan.workspace.empty()) impl.workspace = std::make_unique<rt::Workspace>(std::move(plan.workspace));
+  if (!plan.workspace.empty()) {
+    std::string owner = impl.compiled.kernels.size() == 1 ? "kernel " : "kernels ";
+    for (size_t k = 0; k < impl.compiled.kernels.size(); ++k)
+      owner += (k ? ", '" : "'") + impl.compiled.kernels[k].name + "'";
+    impl.workspace = std::make_unique<rt::Workspace>(std::move(plan.workspace), std::move(owner));
+  }
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     detail::KernelPlan& kp = plan.kernels[k];
     PreparedKernel pk;
@@ -432,7 +437,7 @@ void launchKernels(Kernel::Impl& impl, std::span<const TensorView> tensors, std:
     std::array<int64_t, rt::ArgBlock::kMaxParams> dims;
     const size_t numDims = impl.sig.dims.size();
     for (size_t d = 0; d < numDims; ++d) dims[d] = full.dimValue(d);
-    lease.emplace(impl.workspace->acquire(std::span<const int64_t>(dims.data(), numDims)));
+    lease.emplace(impl.workspace->acquire(std::span<const int64_t>(dims.data(), numDims), stream));
   }
   std::array<const TensorView*, 64> views;  // an ArgPacker takes at most 64 tensors
   std::array<int64_t, rt::ArgBlock::kMaxParams> kdims;

@@ -129,7 +129,7 @@ TEST_CASE("workspace layout errors name the tensor", "[workspace]") {
 TEST_CASE("an all-empty workspace needs no allocation and no driver", "[workspace]") {
   Workspace ws({{"ws0", DType::F32, {dyn(0), fixed(8)}}, {"ws1", DType::BF16, {dyn(0)}}});
   std::vector<int64_t> dims = {0};
-  Workspace::Lease lease = ws.acquire(dims);
+  Workspace::Lease lease = ws.acquire(dims, nullptr);
   REQUIRE(lease.views().size() == 2);
   CHECK(lease.view(0).data == nullptr);
   CHECK(lease.view(0).shape == std::vector<int64_t>{0, 8});
@@ -145,7 +145,7 @@ TEST_CASE("the workspace allocation grows, never shrinks, and keeps tensors alig
   Workspace ws({{"ws0", DType::F32, {dyn(0), fixed(3)}}, {"ws1", DType::BF16, {dyn(0)}}, {"ws2", DType::Bool, {fixed(1)}}});
   auto check = [&](int64_t n) {
     std::vector<int64_t> dims = {n};
-    Workspace::Lease lease = ws.acquire(dims);
+    Workspace::Lease lease = ws.acquire(dims, nullptr);
     std::vector<size_t> offsets(3);
     const size_t total = layoutWorkspace(ws.tensors(), dims, offsets);
     const uintptr_t base = address(lease.view(2));  // ws2 is never empty: offsets[2] from the base
@@ -186,7 +186,7 @@ TEST_CASE("concurrent workspace leases are exclusive", "[gpu][workspace]") {
       for (int64_t i = 1; i <= 50; ++i) {
         const int64_t n = i * 1000 * (t + 1);
         std::vector<int64_t> dims = {n};
-        Workspace::Lease lease = ws.acquire(dims);
+        Workspace::Lease lease = ws.acquire(dims, nullptr);
         // While leased, nothing may change the views or shrink the allocation.
         for (int k = 0; k < 10; ++k)
           if (lease.view(0).shape[0] != n || ws.tensors().size() != 1) ++failures[static_cast<size_t>(t)];

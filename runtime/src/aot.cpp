@@ -78,7 +78,8 @@ AotGraphSpec checked(AotGraphSpec g) {
 // The signatures are validated by their ArgPackers.
 AotGraph::AotGraph(AotGraphSpec spec) : spec_(checked(std::move(spec))), packer_(spec_.signature) {
   for (const AotKernelSpec& k : spec_.kernels) packers_.push_back(std::make_unique<ArgPacker>(k.signature));
-  if (!spec_.workspace.empty()) workspace_ = std::make_unique<Workspace>(spec_.workspace);
+  if (!spec_.workspace.empty())
+    workspace_ = std::make_unique<Workspace>(spec_.workspace, "ahead-of-time function '" + spec_.name + "'");
   const AotKernelSpec& k0 = spec_.kernels[0];
   identity_ = spec_.kernels.size() == 1 && spec_.workspace.empty() &&
               k0.tensors.size() == spec_.signature.tensors.size() && k0.dims.size() == spec_.signature.dims.size() &&
@@ -202,7 +203,7 @@ void AotGraph::launchChecked(const ArgBlock& full, std::span<const TensorView* c
   load();
   // The workspace stays leased until the last kernel is enqueued.
   std::optional<Workspace::Lease> lease;
-  if (workspace_) lease.emplace(workspace_->acquire(std::span<const int64_t>(graphDims.data(), numDims)));
+  if (workspace_) lease.emplace(workspace_->acquire(std::span<const int64_t>(graphDims.data(), numDims), stream));
   std::array<const TensorView*, 64> views;
   std::array<int64_t, ArgBlock::kMaxParams> kdims;
   std::array<ScalarArg, ArgBlock::kMaxParams> kscalars;

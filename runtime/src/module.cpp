@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kiln/error.h"
+#include "kiln/runtime/capture.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/driver.h"
 #include "kiln/runtime/signature.h"
@@ -52,12 +53,23 @@ Module Module::load(std::span<const uint8_t> image, std::string_view label) {
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* values[] = {errorLog, reinterpret_cast<void*>(uintptr_t(sizeof(errorLog) - 1))};
   CUmodule mod = nullptr;
-  CUresult r = d.moduleLoadDataEx(&mod, data, 2, options, values);
+  CUresult r;
+  {
+    // A first launch inside a CUDA graph capture may load a module (a
+    // variant, a scalar entry, an ahead-of-time graph): not stream work, so
+    // allowed under the relaxed mode whatever mode the capture began in.
+    RelaxedCaptureMode relaxed;
+    r = d.moduleLoadDataEx(&mod, data, 2, options, values);
+  }
   if (r != CUDA_SUCCESS) {
     std::string kind = isElf(image) ? "cubin" : isFatbin(image) ? "fatbin" : "PTX";
     std::string msg = "kiln: cuModuleLoadData" + forModule(label) + " failed to load the " +
                       kind + " image (" + std::to_string(image.size()) +
                       " bytes): " + cuErrorText(r);
+    if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+        r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+      msg += "; a stream is being captured into a CUDA graph: launch the kernel once (at the dim values "
+             "the capture will use) before capturing";
     if (errorLog[0]) msg += "\n" + std::string(errorLog);
     throw Error(msg);
   }

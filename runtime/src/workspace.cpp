@@ -3,6 +3,7 @@
 #include "kiln/runtime/workspace.h"
 
 #include "kiln/error.h"
+#include "kiln/runtime/capture.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/driver.h"
 
@@ -53,18 +54,28 @@ size_t layoutWorkspace(std::span<const WorkspaceTensor> tensors, std::span<const
   return end;
 }
 
-Workspace::Workspace(std::vector<WorkspaceTensor> tensors)
-    : tensors_(std::move(tensors)), offsets_(tensors_.size()), views_(tensors_.size()) {
+Workspace::Workspace(std::vector<WorkspaceTensor> tensors, std::string owner)
+    : tensors_(std::move(tensors)), owner_(std::move(owner)), offsets_(tensors_.size()), views_(tensors_.size()) {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     views_[i].dtype = tensors_[i].dtype;
     views_[i].shape.resize(tensors_[i].shape.size());  // sized once: launches only overwrite
   }
 }
 
-Workspace::Lease Workspace::acquire(std::span<const int64_t> dims) {
+Workspace::Lease Workspace::acquire(std::span<const int64_t> dims, void* stream) {
   std::unique_lock<std::mutex> lock(mutex_);
   const size_t total = layoutWorkspace(tensors_, dims, offsets_);
-  if (total > buffer_.size()) grow(total);
+  const bool capturing = total > 0 && streamCapturing(stream);
+  if (total > buffer_.size()) {
+    if (capturing)
+      throw Error("kiln: the workspace of " + owner_ + " must grow from " + std::to_string(buffer_.size()) +
+                  " to " + std::to_string(total) +
+                  " bytes for this launch, but its stream is being captured into a CUDA graph, and a capture "
+                  "allows no allocation or synchronization: launch it once outside the capture, at the largest "
+                  "dim values the graph will use, before capturing");
+    grow(total);
+  }
+  if (capturing) captured_ = true;
   auto* base = static_cast<char*>(buffer_.data());
   for (size_t i = 0; i < tensors_.size(); ++i) {
     TensorView& v = views_[i];
@@ -91,6 +102,9 @@ void Workspace::grow(size_t bytes) {
     // before the new one is made, so peak memory stays at the new size.
     rt::ensureContext();
     rt::check(rt::driver().ctxSynchronize(), "cuCtxSynchronize (before growing a kernel workspace)");
+    // A captured graph may still replay on the old allocation: keep it.
+    if (captured_) retired_.push_back(std::move(buffer_));
+    captured_ = false;
     buffer_ = rt::DeviceBuffer();
     capacity_ = 0;
   }

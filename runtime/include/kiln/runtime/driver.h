@@ -56,6 +56,8 @@ namespace kiln::rt {
   X(streamCreate, cuStreamCreate)                               \
   X(streamDestroy, cuStreamDestroy_v2)                          \
   X(streamSynchronize, cuStreamSynchronize)                     \
+  X(streamIsCapturing, cuStreamIsCapturing)                     \
+  X(threadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode) \
   X(eventCreate, cuEventCreate)                                 \
   X(eventRecord, cuEventRecord)                                 \
   X(eventSynchronize, cuEventSynchronize)                       \

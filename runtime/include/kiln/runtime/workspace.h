@@ -65,7 +65,8 @@ size_t layoutWorkspace(std::span<const WorkspaceTensor> tensors, std::span<const
 class Workspace {
  public:
   Workspace() = default;
-  explicit Workspace(std::vector<WorkspaceTensor> tensors);
+  // `owner` names what the workspace serves in messages ("kernel 'ce'").
+  explicit Workspace(std::vector<WorkspaceTensor> tensors, std::string owner = "a kernel graph");
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
 
@@ -88,13 +89,20 @@ class Workspace {
 
   // Lays the tensors out for `dims` (every graph dynamic dim's value, in
   // order), grows the allocation if it is too small, and points the views
-  // at their places (empty tensors get null). Growing waits for the whole
-  // context (cuCtxSynchronize) before it frees the old allocation, because
-  // kernels enqueued earlier on any stream may still use it; it therefore
-  // must not happen inside a stream capture: launch once at the largest
-  // dims first. The allocation never shrinks. Allocates no host memory
-  // once the views exist (they are built once, with their ranks).
-  Lease acquire(std::span<const int64_t> dims);
+  // at their places (empty tensors get null), for a launch on `stream`.
+  // Growing waits for the whole context (cuCtxSynchronize) before it frees
+  // the old allocation, because kernels enqueued earlier on any stream may
+  // still use it; the allocation never shrinks.
+  //
+  // CUDA graph capture (capture.h): on a stream being captured, a growth
+  // throws a kiln::Error that says to launch once before capturing (no
+  // capture allows allocating or synchronizing), and an allocation that a
+  // capture used is retired, not freed, when it grows later: it lives as
+  // long as this Workspace, so a captured graph's pointers stay valid.
+  //
+  // Allocates no host memory once the views exist (they are built once,
+  // with their ranks).
+  Lease acquire(std::span<const int64_t> dims, void* stream);
 
   // Bytes allocated now (for tests and tools). Takes no lock: safe to call
   // while holding a lease.
@@ -104,8 +112,11 @@ class Workspace {
   void grow(size_t bytes);
 
   std::vector<WorkspaceTensor> tensors_;
+  std::string owner_;
   std::mutex mutex_;
   rt::DeviceBuffer buffer_;       // in the context current at the first growth
+  bool captured_ = false;         // buffer_ was used by a launch under capture
+  std::vector<rt::DeviceBuffer> retired_;  // captured allocations outgrown
   std::vector<size_t> offsets_;   // of the last layout
   std::vector<TensorView> views_;  // reused by every launch
   std::atomic<size_t> capacity_{0};  // buffer_.size(), readable without the lock
