@@ -3,12 +3,14 @@
 
 #include <cuda.h>
 
+#include "kiln/runtime/device.h"
 #include "kiln/runtime/driver.h"
 
 namespace kiln::rt {
 
 bool streamCapturing(void* stream) {
   const Driver& d = driver();
+  ensureContext();  // the query needs one (a stream's own, or the legacy stream's)
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   const CUresult r = d.streamIsCapturing(static_cast<CUstream>(stream), &status);
   if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return true;
