@@ -24,6 +24,8 @@ for exe in tests/kiln_tests runtime/tests/kiln_runtime_tests facade/tests/kiln_f
   if [ -f "$BUILD/$exe" ]; then cp "$BUILD/$exe" "$STAGE/kiln/bin/"; fi
 done
 cp "$BUILD"/compiler/libkiln_compiler.so* "$STAGE/kiln/lib/"
+# Lesson 7's ahead-of-time library, which python/kiln_torch.py loads from PyTorch.
+cp "$BUILD"/examples/libkiln_lesson07.so "$STAGE/kiln/lib/" 2>/dev/null || true
 strip --strip-unneeded "$STAGE"/kiln/bin/* 2>/dev/null || true
 cp examples/graphs/*.kiln examples/graphs/tune.manifest "$STAGE/kiln/graphs/" 2>/dev/null || true
 # The anchors (PyTorch eager / torch.compile / Triton, and the raw floors)

@@ -183,6 +183,15 @@ if [[ " $STAGES " == *" tests "* ]]; then
   if [ -x "$K/bin/lesson_06_cuda_graphs" ]; then
     bounded "$K/bin/lesson_06_cuda_graphs" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
+  # kiln from PyTorch: python/kiln_torch.py on lesson 7's library (the
+  # tests, then the lesson).
+  if [ -f "$K/lib/libkiln_lesson07.so" ]; then
+    echo "== kiln from PyTorch (tests/torch, lesson 7)" | tee -a "$LOG"
+    bounded python3 tests/torch/test_kiln_torch.py "$K/lib/libkiln_lesson07.so" 2>&1 | tee "$OUTDIR/torch-tests.log" | tee -a "$LOG"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    bounded python3 examples/lesson_07_pytorch.py "$K/lib/libkiln_lesson07.so" 2>&1 | tee -a "$LOG"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
 fi
 if [[ " $STAGES " == *" tuning "* ]]; then
   stage_begin "${KILN_TIMEOUT_TUNING:-150}"

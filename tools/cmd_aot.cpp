@@ -269,7 +269,8 @@ int runAot(int argc, char** argv) {
     << ":\n" << kernelsComment
     << "// Build " << name << ".cpp with the application and link kiln_runtime (no\n"
     << "// compiler, no LLVM); the CUDA driver is loaded at the first call.\n"
-    << "#pragma once\n\n#include <cstdint>\n\n#include \"kiln/runtime/aot.h\"\n\nnamespace " << ns << " {\n\n"
+    << "#pragma once\n\n#include <cstdint>\n\n#include \"kiln/runtime/aot.h\"\n#include \"kiln/runtime/c_api.h\"\n\nnamespace "
+    << ns << " {\n\n"
     << "// Checks the arguments against the graph's signature (a kiln::Error names\n"
     << "// the argument and the problem), loads the kernels into the current CUDA\n"
     << "// context (or the device's primary one) at the first call, and launches\n"
@@ -279,10 +280,16 @@ int runAot(int argc, char** argv) {
     << "// The launcher behind it: the graph's signature, and launches with spans.\n"
     << "const kiln::rt::AotGraph& " << name << "_launcher();\n\n"
     << "// The graph it was compiled from, in kiln's text form (kiln::parseGraph).\n"
-    << "const char* " << name << "_graph();\n\n}  // namespace " << ns << "\n";
+    << "const char* " << name << "_graph();\n\n}  // namespace " << ns << "\n\n"
+    << "// The same function for other languages' FFIs (kiln/runtime/c_api.h):\n"
+    << "// tensors in signature order, scalars as doubles; 0, or -1 with\n"
+    << "// kiln_last_error() set. kiln_" << name << "_signature() is its signature as JSON.\n"
+    << "extern \"C\" int kiln_" << name << "(const kiln_tensor* tensors, int32_t num_tensors, const double* scalars,\n"
+    << "                   int32_t num_scalars, void* stream);\n"
+    << "extern \"C\" const char* kiln_" << name << "_signature(void);\n";
 
   std::ostringstream s;
-  s << "// " << name << ".cpp: " << origin << "\n#include \"" << name << ".h\"\n\n#include <span>\n\nnamespace {\n\n";
+  s << "// " << name << ".cpp: " << origin << "\n#include \"" << name << ".h\"\n\n#include <span>\n#include <string>\n\nnamespace {\n\n";
   for (size_t ki = 0; ki < cg.kernels.size(); ++ki) {
     const compiler::CompiledKernel& k = cg.kernels[ki];
     s << "// Kernel " << k.name << "'s module image (" << k.cubin.size() << " bytes).\nalignas(8) const unsigned char kCubin"
@@ -346,7 +353,13 @@ int runAot(int argc, char** argv) {
   if (!scalarArgs.empty()) s << "  const kiln::rt::ScalarArg scalars[] = {" << scalarArgs << "};\n";
   s << "  " << name << "_launcher().launch(std::span<const kiln::TensorView* const>(tensors), {}, "
     << (scalarArgs.empty() ? "{}" : "std::span<const kiln::rt::ScalarArg>(scalars)") << ", stream);\n}\n\n}  // namespace "
-    << ns << "\n";
+    << ns << "\n\n"
+    << "extern \"C\" int kiln_" << name << "(const kiln_tensor* tensors, int32_t num_tensors, const double* scalars,\n"
+    << "                   int32_t num_scalars, void* stream) {\n"
+    << "  return kiln::rt::callFromC(&" << ns << "::" << name << "_launcher, tensors, num_tensors, scalars, num_scalars, stream);\n}\n\n"
+    << "extern \"C\" const char* kiln_" << name << "_signature(void) {\n"
+    << "  static const std::string json = kiln::rt::signatureJson(" << ns << "::" << name << "_launcher());\n"
+    << "  return json.c_str();\n}\n";
 
   std::filesystem::create_directories(*outDir);
   for (const auto& [ext, text] : {std::pair<std::string, std::string>{".h", h.str()}, {".cpp", s.str()}}) {

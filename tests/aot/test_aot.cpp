@@ -168,6 +168,53 @@ TEST_CASE("ahead-of-time launches check their arguments before they touch the dr
                     Contains("'new_exp_avg_sq'"));
 }
 
+TEST_CASE("the C interface checks its arguments and reports through kiln_last_error") {
+  // Fake pointers again: every refusal happens before any driver call.
+  const int64_t shape[] = {8, 4096}, shortShape[] = {8, 2048}, strides[] = {4096, 1};
+  kiln_tensor t[2] = {{fake(0x10000), KILN_BF16, 2, shape, nullptr}, {fake(0x200000), KILN_BF16, 2, shortShape, strides}};
+  CHECK(kiln_softmax(t, 2, nullptr, 0, nullptr) == -1);
+  CHECK_THAT(std::string(kiln_last_error()), Contains("'y'") && Contains("softmax"));
+  CHECK(kiln_softmax(t, 1, nullptr, 0, nullptr) == -1);
+  CHECK_THAT(std::string(kiln_last_error()), Contains("1 tensors given, but it takes 2"));
+  CHECK(kiln_softmax(nullptr, 2, nullptr, 0, nullptr) == -1);
+  CHECK_THAT(std::string(kiln_last_error()), Contains("null"));
+  t[1].shape = shape;
+  t[0].dtype = 17;
+  CHECK(kiln_softmax(t, 2, nullptr, 0, nullptr) == -1);
+  CHECK_THAT(std::string(kiln_last_error()), Contains("'x'") && Contains("dtype code 17"));
+  t[0].dtype = KILN_F32;
+  CHECK(kiln_softmax(t, 2, nullptr, 0, nullptr) == -1);
+  CHECK_THAT(std::string(kiln_last_error()), Contains("'x'") && Contains("f32"));
+  t[0].dtype = KILN_BF16;
+  const double one = 1.0;
+  CHECK(kiln_softmax(t, 2, &one, 1, nullptr) == -1);
+  CHECK_THAT(std::string(kiln_last_error()), Contains("1 scalars given, but it takes 0"));
+  // The AdamW step's scalars, one missing.
+  const int64_t n[] = {1000};
+  kiln_tensor adam[7];
+  for (int i = 0; i < 7; ++i) adam[i] = {fake(0x100000 * (i + 1)), KILN_F32, 1, n, nullptr};
+  const double scalars[] = {1e-3, 0.9, 0.999, 1e-8, 0.01, 1.0};
+  CHECK(kiln_adamw(adam, 7, scalars, 5, nullptr) == -1);
+  CHECK_THAT(std::string(kiln_last_error()), Contains("5 scalars given, but it takes 6"));
+  if (!kiln::rt::driverAvailable()) {
+    // Valid arguments: the no-driver message, as an error code.
+    CHECK(kiln_softmax(t, 2, nullptr, 0, nullptr) == -1);
+    CHECK_THAT(std::string(kiln_last_error()), Contains("no CUDA driver"));
+  }
+}
+
+TEST_CASE("the C interface describes each function's signature as JSON") {
+  const std::string softmax = kiln_softmax_signature();
+  CHECK(softmax ==
+        "{\"name\": \"softmax\", \"tensors\": [{\"name\": \"x\", \"dtype\": \"bf16\", \"code\": 4, \"shape\": [\"N\", "
+        "4096], \"output\": false}, {\"name\": \"y\", \"dtype\": \"bf16\", \"code\": 4, \"shape\": [\"N\", 4096], "
+        "\"output\": true}], \"scalars\": [], \"dims\": [\"N\"]}");
+  const std::string adamw = kiln_adamw_signature();
+  CHECK_THAT(adamw, Contains("{\"name\": \"lr\", \"dtype\": \"f32\"}") &&
+                        Contains("{\"name\": \"step\", \"dtype\": \"f32\"}]") && Contains("\"output\": true"));
+  CHECK(std::string(kiln_cross_entropy_signature()).find("\"shape\": []") != std::string::npos);  // the mean
+}
+
 TEST_CASE("a process that calls ahead-of-time kernels has no compiler in it") {
   std::ifstream maps("/proc/self/maps");
   REQUIRE(maps);

@@ -264,7 +264,7 @@ TEST_CASE("a first launch may be captured: module loads under the relaxed captur
   CUDART(cudaGraphExecDestroy(exec));
 }
 
-TEST_CASE("a workspace cannot grow inside a capture, and a captured one outlives growth", "[gpu][interop]") {
+TEST_CASE("a workspace cannot grow inside a capture; a captured one outlives a later growth", "[gpu][interop]") {
   requireGpu();
   CUDART(cudaFree(nullptr));
   Stream stream;

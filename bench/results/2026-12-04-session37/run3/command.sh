@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 37 call 3 (bundle of the commit it prints): kiln next to
+# Session 37 calls 3 and 4 (bundle of the commit it prints): kiln next to
 # the CUDA runtime -- kiln_interop_tests (each test case in its own process),
 # lesson 6 (CUDA graph capture), and the runtime's, facade's and AOT's [gpu]
 # tests (the workspace and module-load paths changed).
