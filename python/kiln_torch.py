@@ -99,11 +99,19 @@ class Function:
         if device.type != "cuda":
             raise self._error(f"its tensors must be on a CUDA device; input '{self.inputs[0]['name']}' is on {device}")
 
+        missing = [s["name"] for s in self.scalars if s["name"] not in scalars]
+        extra = [k for k in scalars if k not in {s["name"] for s in self.scalars}]
+        if missing or extra:
+            raise self._error(("missing scalars " + ", ".join(missing) if missing else "") +
+                              ("; " if missing and extra else "") +
+                              ("unknown scalars " + ", ".join(extra) if extra else ""))
+
         # Dynamic dims from the inputs' shapes (kiln checks them all again).
         dims = {}
         for t, x in zip(self.inputs, inputs):
             if x.dim() != len(t["shape"]):
-                continue  # kiln's error names the rank mismatch
+                raise self._error(f"input '{t['name']}' has {x.dim()} dims, but it takes {len(t['shape'])} "
+                                  f"({t['dtype']}[{', '.join(str(d) for d in t['shape'])}])")
             for d, size in zip(t["shape"], x.shape):
                 if isinstance(d, str):
                     dims.setdefault(d, size)
@@ -121,13 +129,6 @@ class Function:
             out = list(out) if isinstance(out, (tuple, list)) else [out]
             if len(out) != len(self.outputs):
                 raise self._error(f"{len(out)} outputs given, but it has {len(self.outputs)}")
-
-        missing = [s["name"] for s in self.scalars if s["name"] not in scalars]
-        extra = [k for k in scalars if k not in {s["name"] for s in self.scalars}]
-        if missing or extra:
-            raise self._error(("missing scalars " + ", ".join(missing) if missing else "") +
-                              ("; " if missing and extra else "") +
-                              ("unknown scalars " + ", ".join(extra) if extra else ""))
 
         tensors = list(inputs) + out
         keep = []  # the shape and stride arrays live until the call returns

@@ -155,7 +155,11 @@ def case_errors():
     print("   ", expect_error("output overlapping an input", lambda: f(x, w, out=(x,)), "'y'"))
     print("   ", expect_error("a CPU tensor", lambda: f(x.cpu(), w), "CUDA"))
     print("   ", expect_error("float64", lambda: f(x.double(), w), "float64"))
-    print("   ", expect_error("missing scalar", lambda: kiln_torch.load(LIB, "adamw")(x, x, x, x, lr=1), "beta1"))
+    adamw = kiln_torch.load(LIB, "adamw")
+    p = torch.randn(1000, device=dev)
+    print("   ", expect_error("missing scalar", lambda: adamw(p, p, p, p, lr=1), "beta1"))
+    print("   ", expect_error("wrong rank", lambda: adamw(x.float(), p, p, p, lr=1, beta1=0.9, beta2=0.99, eps=1e-8,
+                                                          weight_decay=0, step=1), "'param'", "2 dims"))
     print("   ", expect_error("no such function", lambda: kiln_torch.load(LIB, "nope"), "nope"))
     # Nothing ran: the poisoned output is untouched.
     y = poisoned((8, 4096), torch.bfloat16)
