@@ -15,3 +15,12 @@ echo
 "${KILN_BUILD_DIR:-build}"/examples/lesson_04_linear
 echo
 "${KILN_BUILD_DIR:-build}"/examples/lesson_05_aot
+echo
+"${KILN_BUILD_DIR:-build}"/examples/lesson_06_cuda_graphs
+echo
+# Lesson 7 calls kiln from PyTorch: it needs torch (and a GPU) in python3.
+if python3 -c "import torch" 2>/dev/null; then
+  python3 examples/lesson_07_pytorch.py "${KILN_BUILD_DIR:-build}"/examples/libkiln_lesson07.so
+else
+  echo "lesson 7 (kiln from PyTorch, examples/lesson_07_pytorch.py) needs torch in python3: not installed here"
+fi
