@@ -28,6 +28,7 @@ kiln's runtime, which loads the CUDA driver PyTorch already uses.
 
 import ctypes
 import json
+import threading
 
 import torch
 
@@ -78,6 +79,21 @@ class Function:
         self.inputs = [t for t in self.signature["tensors"] if not t["output"]]
         self.outputs = [t for t in self.signature["tensors"] if t["output"]]
         self.scalars = self.signature["scalars"]
+        # What a call needs, worked out once.
+        self._tensors = self.signature["tensors"]
+        self._n_in = len(self.inputs)
+        self._ranks = [len(t["shape"]) for t in self.inputs]
+        self._max_rank = max([len(t["shape"]) for t in self._tensors] + [1])
+        self._scalar_order = [s["name"] for s in self.scalars]
+        self._scalar_names = set(self._scalar_order)
+        self._binders, seen = [], set()
+        for i, t in enumerate(self.inputs):
+            for axis, d in enumerate(t["shape"]):
+                if isinstance(d, str) and d not in seen:
+                    seen.add(d)
+                    self._binders.append((i, axis, d))
+        self._out_specs = [(t, tuple(t["shape"]), _TORCH_DTYPES[t["dtype"]]) for t in self.outputs]
+        self._local = threading.local()
 
     def __repr__(self):
         def show(t):
@@ -88,72 +104,105 @@ class Function:
     def _error(self, what):
         return KilnError(f"kiln: call of ahead-of-time function '{self.name}': {what}")
 
+    def _scratch(self):
+        """This thread's argument block: kiln_tensor structs whose shape and
+        stride pointers point into one int64 array, filled in place per call."""
+        sc = getattr(self._local, "sc", None)
+        if sc is None:
+            n, r = len(self._tensors), self._max_rank
+            args = (_Tensor * n)()
+            ints = (ctypes.c_int64 * max(1, 2 * n * r))()
+            base = ctypes.addressof(ints)
+            for i in range(n):
+                args[i].shape = ctypes.cast(base + 8 * (2 * i * r), ctypes.POINTER(ctypes.c_int64))
+                args[i].strides = ctypes.cast(base + 8 * ((2 * i + 1) * r), ctypes.POINTER(ctypes.c_int64))
+            values = (ctypes.c_double * max(1, len(self.scalars)))()
+            sc = self._local.sc = (args, ints, values)
+        return sc
+
     def __call__(self, *inputs, out=None, **scalars):
-        if len(inputs) != len(self.inputs):
+        if len(inputs) != self._n_in:
             raise self._error(f"{len(inputs)} inputs given, but it takes {len(self.inputs)} "
                               f"({', '.join(t['name'] for t in self.inputs)})")
-        for t, x in zip(self.inputs, inputs):
+        if scalars.keys() != self._scalar_names:
+            missing = [n for n in self._scalar_order if n not in scalars]
+            extra = [k for k in scalars if k not in self._scalar_names]
+            raise self._error(("missing scalars " + ", ".join(missing) if missing else "") +
+                              ("; " if missing and extra else "") +
+                              ("unknown scalars " + ", ".join(extra) if extra else ""))
+        for t, x, rank in zip(self.inputs, inputs, self._ranks):
             if not isinstance(x, torch.Tensor):
                 raise self._error(f"input '{t['name']}' is a {type(x).__name__}, not a torch.Tensor")
+            if x.dim() != rank:
+                raise self._error(f"input '{t['name']}' has {x.dim()} dims, but it takes {rank} "
+                                  f"({t['dtype']}[{', '.join(str(d) for d in t['shape'])}])")
         device = inputs[0].device if inputs else (out[0].device if out else torch.device("cuda"))
         if device.type != "cuda":
             raise self._error(f"its tensors must be on a CUDA device; input '{self.inputs[0]['name']}' is on {device}")
 
-        missing = [s["name"] for s in self.scalars if s["name"] not in scalars]
-        extra = [k for k in scalars if k not in {s["name"] for s in self.scalars}]
-        if missing or extra:
-            raise self._error(("missing scalars " + ", ".join(missing) if missing else "") +
-                              ("; " if missing and extra else "") +
-                              ("unknown scalars " + ", ".join(extra) if extra else ""))
-
-        # Dynamic dims from the inputs' shapes (kiln checks them all again).
-        dims = {}
-        for t, x in zip(self.inputs, inputs):
-            if x.dim() != len(t["shape"]):
-                raise self._error(f"input '{t['name']}' has {x.dim()} dims, but it takes {len(t['shape'])} "
-                                  f"({t['dtype']}[{', '.join(str(d) for d in t['shape'])}])")
-            for d, size in zip(t["shape"], x.shape):
-                if isinstance(d, str):
-                    dims.setdefault(d, size)
-
         if out is None:
+            # Dynamic dims from the inputs' shapes (kiln checks them all again).
+            dims = {name: inputs[i].shape[axis] for i, axis, name in self._binders}
             out = []
-            for t in self.outputs:
+            for t, template, dtype in self._out_specs:
                 shape = []
-                for d in t["shape"]:
-                    if isinstance(d, str) and d not in dims:
-                        raise self._error(f"output '{t['name']}' has dim {d}, which no input binds: pass out=")
-                    shape.append(dims[d] if isinstance(d, str) else d)
-                out.append(torch.empty(shape, dtype=_TORCH_DTYPES[t["dtype"]], device=device))
+                for d in template:
+                    if d.__class__ is str:
+                        if d not in dims:
+                            raise self._error(f"output '{t['name']}' has dim {d}, which no input binds: pass out=")
+                        d = dims[d]
+                    shape.append(d)
+                out.append(torch.empty(shape, dtype=dtype, device=device))
         else:
             out = list(out) if isinstance(out, (tuple, list)) else [out]
             if len(out) != len(self.outputs):
                 raise self._error(f"{len(out)} outputs given, but it has {len(self.outputs)}")
+            for t, y in zip(self.outputs, out):
+                if not isinstance(y, torch.Tensor) or y.dim() != len(t["shape"]):
+                    raise self._error(f"output '{t['name']}' must be a torch.Tensor of {len(t['shape'])} dims "
+                                      f"({t['dtype']}[{', '.join(str(d) for d in t['shape'])}])")
 
-        tensors = list(inputs) + out
-        keep = []  # the shape and stride arrays live until the call returns
-        args = (_Tensor * len(tensors))()
-        for i, (t, x) in enumerate(zip(self.signature["tensors"], tensors)):
-            if x.dtype not in _KILN_NAMES:
+        args, ints, values = self._scratch()
+        r = self._max_rank
+        for i, x in enumerate((*inputs, *out)):
+            code = _CODE_OF.get(x.dtype)
+            if code is None:
+                t = self._tensors[i]
                 raise self._error(f"tensor '{t['name']}' is {x.dtype}, a type kiln does not have "
                                   f"(it takes {t['dtype']})")
-            code = _CODES[_KILN_NAMES[x.dtype]]  # a mismatch is kiln's to report
-            shape = (ctypes.c_int64 * x.dim())(*x.shape)
-            strides = (ctypes.c_int64 * x.dim())(*x.stride())
-            keep += [shape, strides]
-            args[i] = _Tensor(x.data_ptr(), code, x.dim(), shape, strides)
-        values = (ctypes.c_double * max(1, len(self.scalars)))(*[float(scalars[s["name"]]) for s in self.scalars])
+            nd = x.dim()  # every rank was checked above: at most r
+            a = args[i]
+            a.data = x.data_ptr()
+            a.dtype = code  # a mismatch is kiln's to report
+            a.ndim = nd
+            o = 2 * i * r
+            ints[o:o + nd] = x.shape[:nd]
+            ints[o + r:o + r + nd] = x.stride()[:nd]
+        for j, name in enumerate(self._scalar_order):
+            values[j] = scalars[name]
 
-        with torch.cuda.device(device):
-            stream = torch.cuda.current_stream(device).cuda_stream
-            rc = self._fn(args, len(tensors), values, len(self.scalars), ctypes.c_void_p(stream))
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if index == torch.cuda.current_device():
+            rc = self._fn(args, len(self._tensors), values, len(self._scalar_order), _current_stream(index))
+        else:
+            with torch.cuda.device(index):  # kiln launches in the current device's context
+                rc = self._fn(args, len(self._tensors), values, len(self._scalar_order), _current_stream(index))
         if rc != 0:
             raise KilnError(self._lib.kiln_last_error().decode())
         return out[0] if len(out) == 1 else tuple(out)
 
 
-_KILN_NAMES = {v: k for k, v in _TORCH_DTYPES.items()}
+def _current_stream(index):
+    """PyTorch's current stream on device `index`, as a raw cudaStream_t."""
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+if hasattr(torch._C, "_cuda_getCurrentRawStream"):  # what Triton's launcher uses: no Stream object
+    _current_stream = torch._C._cuda_getCurrentRawStream  # noqa: F811
+
+
 _CODES = {"bool": 0, "i32": 1, "i64": 2, "f16": 3, "bf16": 4, "f32": 5}  # kiln/runtime/c_api.h
+_CODE_OF = {dt: _CODES[name] for name, dt in _TORCH_DTYPES.items()}
 
 
 def load(library, name):
