@@ -152,7 +152,8 @@ class Function:
                             raise self._error(f"output '{t['name']}' has dim {d}, which no input binds: pass out=")
                         d = dims[d]
                     shape.append(d)
-                out.append(torch.empty(shape, dtype=dtype, device=device))
+                out.append(inputs[0].new_empty(shape, dtype=dtype) if inputs else
+                           torch.empty(shape, dtype=dtype, device=device))
         else:
             out = list(out) if isinstance(out, (tuple, list)) else [out]
             if len(out) != len(self.outputs):
@@ -176,13 +177,14 @@ class Function:
             a.dtype = code  # a mismatch is kiln's to report
             a.ndim = nd
             o = 2 * i * r
-            ints[o:o + nd] = x.shape[:nd]
-            ints[o + r:o + r + nd] = x.stride()[:nd]
+            ints[o:o + nd] = x.shape
+            ints[o + r:o + r + nd] = x.stride()
         for j, name in enumerate(self._scalar_order):
             values[j] = scalars[name]
 
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        if index == torch.cuda.current_device():
+        current = _current_device()
+        index = device.index if device.index is not None else current
+        if index == current:
             rc = self._fn(args, len(self._tensors), values, len(self._scalar_order), _current_stream(index))
         else:
             with torch.cuda.device(index):  # kiln launches in the current device's context
@@ -197,8 +199,12 @@ def _current_stream(index):
     return torch.cuda.current_stream(index).cuda_stream
 
 
+_current_device = torch.cuda.current_device
+
 if hasattr(torch._C, "_cuda_getCurrentRawStream"):  # what Triton's launcher uses: no Stream object
     _current_stream = torch._C._cuda_getCurrentRawStream  # noqa: F811
+if hasattr(torch._C, "_cuda_getDevice"):  # torch.cuda.current_device without its Python layers
+    _current_device = torch._C._cuda_getDevice  # noqa: F811
 
 
 _CODES = {"bool": 0, "i32": 1, "i64": 2, "f16": 3, "bf16": 4, "f32": 5}  # kiln/runtime/c_api.h
