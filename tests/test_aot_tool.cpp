@@ -103,3 +103,33 @@ TEST_CASE("kiln aot takes a kernel's config from a shipped tuning database, for 
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("kiln aot --variant builds the graph for other dims, drops a build that compiles alike, checks its dims") {
+  const fs::path dir = fs::temp_directory_path() / ("kiln-aot-variant-" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const fs::path graphFile = dir / "rows.kiln";
+  // Softmax over rows of a dynamic length: its config follows the length.
+  std::ofstream(graphFile) << "kiln.graph v1\n"
+                              "%0 = input \"x\" : f32[R, C]\n"
+                              "%1 = max %0 {axes = [1], keepdim = true} : f32[R, 1]\n"
+                              "%2 = sub %0, %1 : f32[R, C]\n"
+                              "%3 = exp %2 : f32[R, C]\n"
+                              "%4 = sum %3 {axes = [1], keepdim = true} : f32[R, 1]\n"
+                              "%5 = div %3, %4 : f32[R, C]\n"
+                              "output \"y\" = %5\n";
+  const fs::path gen = dir / "gen";
+  const std::string base = "aot '" + graphFile.string() + "' -o '" + gen.string() + "' --hint C=64";
+  std::string out;
+  REQUIRE(runKiln(base + " --variant C=20000 --variant C=70 --variant R=3,C=262144", out, dir) == 0);
+  CHECK_THAT(out, Contains("--variant C=70 compiles like an earlier build") && Contains("2 variant(s)"));
+  const std::string header = readFile(gen / "rows.h"), source = readFile(gen / "rows.cpp");
+  CHECK_THAT(header, Contains("// Variant 1 (built for C=20000; runs where C in [") &&
+                         Contains("// Variant 2 (built for C=262144, R=3; runs where C in ["));
+  CHECK_THAT(source, Contains("g.variants.push_back(specVariant1());") &&
+                         Contains("g.variants.push_back(specVariant2());") && Contains("s.grid.preferred.push_back({1, "));
+  CHECK(runKiln(base + " --variant K=5", out, dir) == 1);
+  CHECK_THAT(out, Contains("--variant K") && Contains("no dynamic dim named K"));
+  CHECK(runKiln(base + " --variant C=-3", out, dir) == 1);
+  CHECK_THAT(out, Contains("--variant 'C=-3'") && Contains("non-negative integer"));
+  fs::remove_all(dir);
+}

@@ -23,7 +23,7 @@
 namespace kiln::cli {
 
 const char* kAotHelp =
-    "usage: kiln aot FILE [--dim NAME=VALUE]... [--hint NAME=VALUE]... [--name NAME]\n"
+    "usage: kiln aot FILE [--dim NAME=VALUE]... [--hint NAME=VALUE]... [--variant ...]... [--name NAME]\n"
     "                [--namespace NS] [--chip sm_XY] [--sms N] -o DIR\n"
     "\n"
     "Compiles a graph file (.kiln) ahead of time and writes DIR/NAME.h and\n"
@@ -42,6 +42,12 @@ const char* kAotHelp =
     "  --hint NAME=VALUE  the value a dynamic dim is expected to take (the\n"
     "                     heuristics configure the kernel for it; other values\n"
     "                     still run, with that config)\n"
+    "  --variant NAME=VALUE[,NAME=VALUE...]\n"
+    "                     also build the graph configured for these values\n"
+    "                     (the --hint values elsewhere): a call whose dims\n"
+    "                     fall outside the range the hinted configs were\n"
+    "                     chosen for runs the first variant chosen for them\n"
+    "                     (repeatable; one that compiles alike is dropped)\n"
     "  --name NAME        the function's name (default: the file's stem)\n"
     "  --namespace NS     the functions' namespace (default kiln_aot)\n"
     "  --chip sm_XY       target SM (default sm_90); the cubin runs on that SM\n"
@@ -139,7 +145,7 @@ std::string intList(const std::vector<int>& v) {
 int runAot(int argc, char** argv) {
   int rc = 0;
   std::optional<Args> parsed = parseFileCommand(
-      argc, argv, kAotHelp, {"dim", "hint", "name", "namespace", "chip", "sms", "pointwise-config", "row-config", "matmul-config", "tuning", "device"},
+      argc, argv, kAotHelp, {"dim", "hint", "variant", "name", "namespace", "chip", "sms", "pointwise-config", "row-config", "matmul-config", "tuning", "device"},
       rc);
   if (!parsed) return rc;
   const Args& a = *parsed;
@@ -177,10 +183,9 @@ int runAot(int argc, char** argv) {
   if (auto c = a.get("pointwise-config")) opts.configOverride = *c;
   if (auto c = a.get("row-config")) opts.rowConfigOverride = *c;
   if (auto c = a.get("matmul-config")) opts.matmulConfigOverride = *c;
-  for (const auto& [d, v] : hints) opts.dimHints[d] = v;
   opts.variants = compiler::EntryVariants::All;
   // Tuned configs from a shipped database, for its device.
-  std::vector<std::string> tuningNotes;
+  std::optional<tune::DeviceKey> tuningDevice;
   if (auto file = a.get("tuning")) {
     if (!std::filesystem::exists(*file)) throw Error("kiln aot: --tuning " + *file + ": no such file");
     const std::vector<tune::TuningEntry> entries = tune::readTuningFile(*file);
@@ -207,23 +212,73 @@ int runAot(int argc, char** argv) {
     }
     if (!a.get("chip")) opts.chip = "sm_" + std::to_string(device.ccMajor) + std::to_string(device.ccMinor);
     if (!a.get("sms")) opts.smCount = device.smCount;
-    tune::TuningDbOptions dbo;
-    dbo.searchPath = *file;
-    // No user file: only the given database is read.
-    dbo.userFile = std::filesystem::path(*outDir) / ".kiln-aot-no-user-tuning.json";
-    tune::TuningDatabase db(dbo);
-    CompileOptions fo;
-    fo.tune = CompileOptions::Tune::UseDatabase;
-    fo.tuningDatabase = &db;
-    fo.tuningDevice = &device;
-    for (const auto& [d, v] : hints) fo.dims[d] = v;
-    tuningNotes = detail::resolveTuning(g, g.toText(), fo, opts);
+    tuningDevice = device;
   } else if (a.get("device")) {
     throw Error("kiln aot: --device names a tuning database's device: give the database with --tuning FILE");
   }
-  const compiler::CompiledGraph cg = compileGraphCached(g, opts, !a.has("no-cache"));
-  detail::LaunchPlan plan = detail::planLaunches(g, cg);
-  plan.signature.kernel = name;  // argument errors name the function
+
+  // One build of the graph for a set of hints: its tuned configs (from the
+  // database, for those hints' bucket), kernels and launch plan.
+  struct Build {
+    DimBindings hints;
+    compiler::CompileOptions opts;
+    std::vector<std::string> tuningNotes;
+    compiler::CompiledGraph cg;
+    detail::LaunchPlan plan;
+  };
+  auto build = [&](const DimBindings& buildHints) {
+    Build b;
+    b.hints = buildHints;
+    b.opts = opts;
+    for (const auto& [d, v] : buildHints) b.opts.dimHints[d] = v;
+    if (tuningDevice) {
+      tune::TuningDbOptions dbo;
+      dbo.searchPath = *a.get("tuning");
+      // No user file: only the given database is read.
+      dbo.userFile = std::filesystem::path(*outDir) / ".kiln-aot-no-user-tuning.json";
+      tune::TuningDatabase db(dbo);
+      CompileOptions fo;
+      fo.tune = CompileOptions::Tune::UseDatabase;
+      fo.tuningDatabase = &db;
+      fo.tuningDevice = &*tuningDevice;
+      for (const auto& [d, v] : buildHints) fo.dims[d] = v;
+      b.tuningNotes = detail::resolveTuning(g, g.toText(), fo, b.opts);
+    }
+    b.cg = compileGraphCached(g, b.opts, !a.has("no-cache"));
+    b.plan = detail::planLaunches(g, b.cg);
+    b.plan.signature.kernel = name;  // argument errors name the function
+    return b;
+  };
+  std::vector<Build> builds;
+  builds.push_back(build(hints));
+  for (const std::string& spec : a.all("variant")) {
+    std::vector<std::string> parts;
+    for (size_t pos = 0; pos <= spec.size();) {
+      const size_t comma = std::min(spec.find(',', pos), spec.size());
+      parts.push_back(spec.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+    const DimBindings given = parseDims(parts, "variant");
+    requireDims(given, "variant");
+    DimBindings variantHints = hints;
+    for (const auto& [d, v] : given) variantHints[d] = v;
+    Build b = build(variantHints);
+    auto configs = [](const compiler::CompiledGraph& c) {
+      std::vector<std::string> out;
+      for (const compiler::CompiledKernel& k : c.kernels) out.push_back(k.config);
+      return out;
+    };
+    bool same = false;
+    for (const Build& earlier : builds) same = same || configs(earlier.cg) == configs(b.cg);
+    if (same) {
+      std::printf("kiln aot: --variant %s compiles like an earlier build (the same configs): not added\n", spec.c_str());
+      continue;
+    }
+    builds.push_back(std::move(b));
+  }
+  const compiler::CompiledGraph& cg = builds[0].cg;
+  const detail::LaunchPlan& plan = builds[0].plan;
+  const std::vector<std::string>& tuningNotes = builds[0].tuningNotes;
   const rt::KernelSignature& sig = plan.signature;
 
   // The function's parameters (the graph's tensors, then its scalars) and
@@ -253,10 +308,33 @@ int runAot(int argc, char** argv) {
     std::istringstream in(printGraph(g));
     for (std::string line; std::getline(in, line);) graphComment += "//   " + line + "\n";
   }
-  for (size_t ki = 0; ki < cg.kernels.size(); ++ki) {
-    const compiler::CompiledKernel& k = cg.kernels[ki];
-    kernelsComment += "//   " + k.name + ": schedule " + k.schedule + ", config " + k.config + "\n";
-    if (ki < tuningNotes.size() && !tuningNotes[ki].empty()) kernelsComment += "//     tuning: " + tuningNotes[ki] + "\n";
+  // Where a build's configs were chosen for: "C in [4097, 8192]".
+  auto rangesOf = [](const Build& b) {
+    std::string out;
+    for (const detail::KernelPlan& kp : b.plan.kernels)
+      for (const detail::GridRule::Range& r : kp.grid.preferred) {
+        const std::string piece = kp.signature.dims[static_cast<size_t>(r.index)].name + " in [" +
+                                  std::to_string(r.min) + ", " + std::to_string(r.max) + "]";
+        if (out.find(piece) == std::string::npos) out += (out.empty() ? "" : ", ") + piece;
+      }
+    return out;
+  };
+  for (size_t bi = 0; bi < builds.size(); ++bi) {
+    if (bi) {
+      std::string hintText;
+      for (const auto& [d, v] : builds[bi].hints) hintText += (hintText.empty() ? "" : ", ") + d + "=" + std::to_string(v);
+      kernelsComment += "// Variant " + std::to_string(bi) + " (built for " + hintText + "; runs where " + rangesOf(builds[bi]) +
+                        " and the builds before it were not configured for the call's dims):\n";
+    }
+    for (size_t ki = 0; ki < builds[bi].cg.kernels.size(); ++ki) {
+      const compiler::CompiledKernel& k = builds[bi].cg.kernels[ki];
+      const std::vector<std::string>& notes = builds[bi].tuningNotes;
+      kernelsComment += "//   " + k.name + ": schedule " + k.schedule + ", config " + k.config + "\n";
+      if (ki < notes.size() && !notes[ki].empty()) kernelsComment += "//     tuning: " + notes[ki] + "\n";
+    }
+    if (bi == 0 && builds.size() > 1)
+      kernelsComment += "//   (configured for " + rangesOf(builds[0]) + "; other dims take the first variant below\n"
+                        "//   configured for them, else these kernels)\n";
   }
   const std::string origin = "Generated by `kiln aot` (kiln " KILN_VERSION ") from " +
                              std::filesystem::path(file).filename().string() + " for " + opts.chip +
@@ -290,10 +368,16 @@ int runAot(int argc, char** argv) {
 
   std::ostringstream s;
   s << "// " << name << ".cpp: " << origin << "\n#include \"" << name << ".h\"\n\n#include <span>\n#include <string>\n\nnamespace {\n\n";
-  for (size_t ki = 0; ki < cg.kernels.size(); ++ki) {
-    const compiler::CompiledKernel& k = cg.kernels[ki];
-    s << "// Kernel " << k.name << "'s module image (" << k.cubin.size() << " bytes).\nalignas(8) const unsigned char kCubin"
-      << ki << "[] = {";
+  // Build 0 is the hinted one; builds 1.. are the --variant ones.
+  auto cubinName = [](size_t b, size_t ki) {
+    return b == 0 ? "kCubin" + std::to_string(ki) : "kCubinV" + std::to_string(b) + "_" + std::to_string(ki);
+  };
+  for (size_t bi = 0; bi < builds.size(); ++bi)
+  for (size_t ki = 0; ki < builds[bi].cg.kernels.size(); ++ki) {
+    const compiler::CompiledKernel& k = builds[bi].cg.kernels[ki];
+    s << "// Kernel " << k.name << "'s module image (" << k.cubin.size() << " bytes"
+      << (bi ? ", variant " + std::to_string(bi) : std::string()) << ").\nalignas(8) const unsigned char "
+      << cubinName(bi, ki) << "[] = {";
     for (size_t i = 0; i < k.cubin.size(); ++i) {
       if (i % 16 == 0) s << "\n   ";
       char buf[8];
@@ -302,8 +386,12 @@ int runAot(int argc, char** argv) {
     }
     s << "\n};\n\n";
   }
-  s << "kiln::rt::AotGraphSpec spec() {\n  kiln::rt::AotGraphSpec g;\n  g.name = " << quoted(name) << ";\n"
-    << signatureStatements("g.signature", sig, "  ");
+  for (size_t bi = builds.size(); bi-- > 0;) {
+  const compiler::CompiledGraph& cg = builds[bi].cg;
+  const detail::LaunchPlan& plan = builds[bi].plan;
+  s << "kiln::rt::AotGraphSpec " << (bi ? "specVariant" + std::to_string(bi) : std::string("spec"))
+    << "() {\n  kiln::rt::AotGraphSpec g;\n  g.name = " << quoted(name) << ";\n"
+    << signatureStatements("g.signature", plan.signature, "  ");
   for (const rt::WorkspaceTensor& w : plan.workspace) {
     s << "  g.workspace.push_back({" << quoted(w.name) << ", " << dtypeLiteral(w.dtype) << ", {";
     for (size_t i = 0; i < w.shape.size(); ++i) s << (i ? ", " : "") << "{" << w.shape[i].size << ", " << w.shape[i].dim << "}";
@@ -317,8 +405,8 @@ int runAot(int argc, char** argv) {
     for (const compiler::KernelEntry& e : k.entries)
       (e.oneStep ? oneStepEntry : e.vectorized ? vectorEntry : scalarEntry) = e.name;
     s << "  {\n    kiln::rt::AotKernelSpec s;\n"
-      << "    s.name = " << quoted(k.name) << ";\n    s.cubin = std::span<const unsigned char>(kCubin" << ki
-      << ", sizeof kCubin" << ki << ");\n"
+      << "    s.name = " << quoted(k.name) << ";\n    s.cubin = std::span<const unsigned char>(" << cubinName(bi, ki)
+      << ", sizeof " << cubinName(bi, ki) << ");\n"
       << "    s.vectorEntry = " << quoted(vectorEntry) << ";\n    s.scalarEntry = " << quoted(scalarEntry) << ";\n"
       << "    s.oneStepEntry = " << quoted(oneStepEntry) << ";\n" << signatureStatements("s.signature", kp.signature, "    ")
       << "    s.tensors = " << intList(kp.tensors) << ";\n    s.dims = " << intList(kp.dims) << ";\n    s.scalars = "
@@ -333,6 +421,8 @@ int runAot(int argc, char** argv) {
     for (const auto& [d, m] : grid.multiples) s << "    s.grid.multiples.push_back({" << d << ", " << m << "});\n";
     for (const detail::GridRule::Range& r : grid.oneStep)
       s << "    s.grid.oneStep.push_back({" << r.index << ", " << r.min << ", " << r.max << "});\n";
+    for (const detail::GridRule::Range& r : grid.preferred)
+      s << "    s.grid.preferred.push_back({" << r.index << ", " << r.min << ", " << r.max << "});\n";
     s << "    s.threadsPerBlock = " << k.launch.threadsPerBlock << ";\n    s.sharedBytes = " << k.launch.sharedBytes
       << ";\n    s.cluster = " << k.launch.cluster << ";\n    s.resident = " << (k.launch.resident ? "true" : "false")
       << ";\n";
@@ -343,6 +433,9 @@ int runAot(int argc, char** argv) {
         << ", " << m.boxRows << ", " << (m.clampRows ? "true" : "false") << ", " << quoted(m.what) << "});\n";
     }
     s << "    g.kernels.push_back(std::move(s));\n  }\n";
+  }
+  for (size_t v = 1; bi == 0 && v < builds.size(); ++v) s << "  g.variants.push_back(specVariant" << v << "());\n";
+  if (bi) s << "  return g;\n}\n\n";
   }
   s << "  return g;\n}\n\n}  // namespace\n\nnamespace " << ns << " {\n\n"
     << "const kiln::rt::AotGraph& " << name << "_launcher() {\n  static const kiln::rt::AotGraph launcher(spec());\n"
@@ -374,8 +467,11 @@ int runAot(int argc, char** argv) {
   }
   size_t bytes = 0;
   for (const compiler::CompiledKernel& k : cg.kernels) bytes += k.cubin.size();
-  std::printf("kiln aot: %s.h and %s.cpp in %s (%zu kernel(s), %zu bytes of cubin%s)\n", name.c_str(), name.c_str(),
-              outDir->c_str(), cg.kernels.size(), bytes, cg.workspace.empty() ? "" : ", a workspace");
+  for (size_t bi = 1; bi < builds.size(); ++bi)
+    for (const compiler::CompiledKernel& k : builds[bi].cg.kernels) bytes += k.cubin.size();
+  std::printf("kiln aot: %s.h and %s.cpp in %s (%zu kernel(s), %zu bytes of cubin%s%s)\n", name.c_str(), name.c_str(),
+              outDir->c_str(), cg.kernels.size(), bytes, cg.workspace.empty() ? "" : ", a workspace",
+              builds.size() > 1 ? (", " + std::to_string(builds.size() - 1) + " variant(s)").c_str() : "");
   for (size_t ki = 0; ki < cg.kernels.size() && ki < tuningNotes.size(); ++ki)
     if (!tuningNotes[ki].empty()) std::printf("  %s: %s\n", cg.kernels[ki].name.c_str(), tuningNotes[ki].c_str());
   return 0;

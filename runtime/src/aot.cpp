@@ -64,6 +64,7 @@ AotGraphSpec checked(AotGraphSpec g) {
       if (m < 1) throw bad(where, "a vector multiple below 1");
     }
     for (const GridRule::Range& r : s.grid.oneStep) dimIndex(r.index);
+    for (const GridRule::Range& r : s.grid.preferred) dimIndex(r.index);
     for (const TensorMapRule& m : s.maps) {
       if (m.tensor >= s.signature.tensors.size() || m.axes.size() < 2) throw bad(where, "a bad tensor map");
       for (int64_t a : m.axes)
@@ -77,6 +78,16 @@ AotGraphSpec checked(AotGraphSpec g) {
 
 // The signatures are validated by their ArgPackers.
 AotGraph::AotGraph(AotGraphSpec spec) : spec_(checked(std::move(spec))), packer_(spec_.signature) {
+  for (AotGraphSpec& v : spec_.variants) {
+    const std::string where = "ahead-of-time graph '" + spec_.name + "', a variant";
+    if (!v.variants.empty()) throw Error("kiln: " + where + " has variants of its own");
+    KernelSignature a = v.signature, b = spec_.signature;
+    a.kernel = b.kernel;
+    if (!(a == b)) throw Error("kiln: " + where + " has another signature: " + v.signature.toString());
+    v.name = spec_.name;
+    variants_.push_back(std::make_unique<AotGraph>(std::move(v)));
+  }
+  spec_.variants.clear();
   for (const AotKernelSpec& k : spec_.kernels) packers_.push_back(std::make_unique<ArgPacker>(k.signature));
   if (!spec_.workspace.empty())
     workspace_ = std::make_unique<Workspace>(spec_.workspace, "ahead-of-time function '" + spec_.name + "'");
@@ -163,6 +174,22 @@ void launchKernel(const AotKernelSpec& s, const GridRule& grid, const Function& 
 
 }  // namespace
 
+bool AotGraph::preferredFor(std::span<const int64_t> dims) const {
+  for (const AotKernelSpec& s : spec_.kernels)
+    if (!s.grid.inPreferred([&](size_t d) { return dims[static_cast<size_t>(s.dims[d])]; })) return false;
+  return true;
+}
+
+const AotGraph& AotGraph::buildFor(std::span<const int64_t> dims) const {
+  if (dims.size() != spec_.signature.dims.size())
+    throw Error("kiln: ahead-of-time function '" + spec_.name + "': " + std::to_string(dims.size()) +
+                " dim values given, but it has " + std::to_string(spec_.signature.dims.size()) + " dynamic dims");
+  if (variants_.empty() || preferredFor(dims)) return *this;
+  for (const std::unique_ptr<AotGraph>& v : variants_)
+    if (v->preferredFor(dims)) return *v;
+  return *this;
+}
+
 void AotGraph::launch(std::span<const TensorView* const> tensors, std::span<const int64_t> dims,
                       std::span<const ScalarArg> scalars, void* stream) const {
   if (identity_) {
@@ -170,6 +197,15 @@ void AotGraph::launch(std::span<const TensorView* const> tensors, std::span<cons
     ArgBlock block;
     packers_[0]->pack(block, tensors, dims, scalars);
     const AotKernelSpec& s = spec_.kernels[0];
+    if (!variants_.empty() && !s.grid.inPreferred([&](size_t d) { return block.dimValue(d); })) [[unlikely]] {
+      std::array<int64_t, ArgBlock::kMaxParams> graphDims;
+      for (size_t d = 0; d < s.dims.size(); ++d) graphDims[d] = block.dimValue(d);
+      const AotGraph& v = buildFor(std::span<const int64_t>(graphDims.data(), s.dims.size()));
+      if (&v != this) {
+        v.launch(tensors, dims, scalars, stream);
+        return;
+      }
+    }
     s.grid.check([&](size_t d) { return block.dimValue(d); }, s.name);
     load();
     const Loaded::Kernel& k = loadedState_->kernels[0];
@@ -197,6 +233,13 @@ void AotGraph::launchChecked(const ArgBlock& full, std::span<const TensorView* c
   std::array<int64_t, ArgBlock::kMaxParams> graphDims;
   const size_t numDims = spec_.signature.dims.size();
   for (size_t d = 0; d < numDims; ++d) graphDims[d] = full.dimValue(d);
+  if (!variants_.empty()) [[unlikely]] {
+    const AotGraph& v = buildFor(std::span<const int64_t>(graphDims.data(), numDims));
+    if (&v != this) {
+      v.launchChecked(full, tensors, scalars, stream);  // the same signature: `full` is its packing too
+      return;
+    }
+  }
   // Every kernel's dim bounds before anything is enqueued.
   for (const AotKernelSpec& s : spec_.kernels)
     s.grid.check([&](size_t d) { return graphDims[static_cast<size_t>(s.dims[d])]; }, s.name);

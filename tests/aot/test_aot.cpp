@@ -26,6 +26,9 @@
 #include "small_linear.h"
 #include "softmax.h"
 #include "softmax_long.h"
+#include "softmax_rows.h"
+#include "softmax_rows_novar.h"
+#include "kiln/runtime/timing.h"
 
 using Catch::Matchers::Contains;
 using kiln::DType;
@@ -215,6 +218,28 @@ TEST_CASE("the C interface describes each function's signature as JSON") {
   CHECK(std::string(kiln_cross_entropy_signature()).find("\"shape\": []") != std::string::npos);  // the mean
 }
 
+TEST_CASE("an ahead-of-time function with variants picks the build configured for the call's dims") {
+  const kiln::rt::AotGraph& f = kiln_aot::softmax_rows_launcher();
+  REQUIRE(f.numVariants() == 2);
+  CHECK(kiln_aot::softmax_rows_novar_launcher().numVariants() == 0);
+  auto build = [&](int64_t r, int64_t c) { return &f.buildFor(std::vector<int64_t>{r, c}); };
+  CHECK(build(8, 64) == &f);
+  CHECK(build(8, 1) == &f);
+  const kiln::rt::AotGraph* longRows = build(8, 20000);
+  CHECK(longRows != &f);
+  CHECK(build(4, 30000) == longRows);
+  const kiln::rt::AotGraph* clusterRows = build(2, 262144);
+  CHECK(clusterRows != &f);
+  CHECK(clusterRows != longRows);
+  CHECK(build(2, 300000) == clusterRows);
+  CHECK(build(8, 5000) == &f);  // no variant was built for it: the hinted build
+  CHECK(longRows->signature().tensors == f.signature().tensors);
+  CHECK_THROWS_WITH(f.buildFor(std::vector<int64_t>{8}), Contains("1 dim values given, but it has 2"));
+  // Argument errors name the function whichever build runs.
+  const TensorView x(fake(0x10000), DType::F32, {8, 20000}), y(fake(0x10000000), DType::BF16, {8, 20000});
+  CHECK_THROWS_WITH(kiln_aot::softmax_rows(x, y), Contains("'y'") && Contains("softmax_rows"));
+}
+
 TEST_CASE("a process that calls ahead-of-time kernels has no compiler in it") {
   std::ifstream maps("/proc/self/maps");
   REQUIRE(maps);
@@ -257,6 +282,27 @@ TEST_CASE("ahead-of-time kernels match the reference on the GPU", "[gpu]") {
     for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{64}, int64_t{1000}})
       runAndCheck(c, {{dims[0], c.name == "adamw" ? n * 4099 : n}});
     if (!tma) runAndCheck(c, {{dims[0], c.name == "adamw" ? 1000003 : 33}}, 1);
+  }
+}
+
+TEST_CASE("ahead-of-time variants match the reference at every row length", "[gpu]") {
+  requireGpu();
+  const Case rows{"softmax_rows", graphOf(kiln_aot::softmax_rows_graph()), kiln_aot::softmax_rows_launcher(), {}, {}};
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{8, 64}, {8, 5000}, {8, 20000}, {3, 65536}, {2, 262144},
+                                                              {2, 300001}})
+    runAndCheck(rows, {{"R", r}, {"C", c}});
+  runAndCheck(rows, {{"R", 5}, {"C", 20001}}, 1);  // unaligned: the variant's scalar entry
+  // The same calls timed with the variants and without (the hinted build's
+  // config at every length), L2 flushed: what the variants are for.
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1024, 20000}, {64, 262144}}) {
+    kiln::rt::DeviceBuffer x(static_cast<size_t>(r * c) * 4), y(static_cast<size_t>(r * c) * 4);
+    x.fill(0);
+    const TensorView vx = x.view(DType::F32, {r, c}), vy = y.view(DType::F32, {r, c});
+    const double with = kiln::rt::benchmark([&] { kiln_aot::softmax_rows(vx, vy); }, 5, 50).medianUs;
+    const double without = kiln::rt::benchmark([&] { kiln_aot::softmax_rows_novar(vx, vy); }, 5, 50).medianUs;
+    std::cout << "softmax_rows f32 " << r << "x" << c << ": with variants " << with << " us ("
+              << 8.0 * static_cast<double>(r * c) / with / 1e6 << " TB/s), hinted build only " << without << " us ("
+              << 8.0 * static_cast<double>(r * c) / without / 1e6 << " TB/s)" << std::endl;
   }
 }
 

@@ -52,6 +52,11 @@ struct AotGraphSpec {
   KernelSignature signature;               // the graph's: inputs, outputs, dims, scalars
   std::vector<WorkspaceTensor> workspace;  // dims as graph dim indices
   std::vector<AotKernelSpec> kernels;
+  // The same graph compiled for other dim values (`kiln aot --variant`),
+  // each with the same signature: a launch whose dims fall outside the
+  // kernels' preferred ranges (GridRule::preferred) takes the first variant
+  // whose ranges hold them, as kiln::compile builds a variant at run time.
+  std::vector<AotGraphSpec> variants;
 };
 
 class AotGraph {
@@ -85,10 +90,17 @@ class AotGraph {
   // driver or GPU.
   void load() const;
 
+  // The build a launch with these graph dim values (signature().dims order)
+  // runs: this one when its kernels' configs were chosen for them (or when
+  // no variant's were), else the first variant whose were.
+  const AotGraph& buildFor(std::span<const int64_t> dims) const;
+  size_t numVariants() const { return variants_.size(); }
+
  private:
   struct Loaded;
   void launchChecked(const ArgBlock& full, std::span<const TensorView* const> tensors,
                      std::span<const ScalarArg> scalars, void* stream) const;
+  bool preferredFor(std::span<const int64_t> dims) const;
 
   AotGraphSpec spec_;
   ArgPacker packer_;
@@ -97,6 +109,7 @@ class AotGraph {
   std::unique_ptr<Workspace> workspace_;
   mutable std::once_flag loaded_;
   mutable std::unique_ptr<Loaded> loadedState_;
+  std::vector<std::unique_ptr<AotGraph>> variants_;
 };
 
 }  // namespace kiln::rt
