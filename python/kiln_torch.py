@@ -24,15 +24,24 @@ KilnError naming the argument; nothing is launched then.
 
 No compiler and no LLVM are in the process: only the library's cubins and
 kiln's runtime, which loads the CUDA driver PyTorch already uses.
+
+compile() instead compiles a graph at run time, in this process, through
+libkiln_jit.so (kiln's facade with its compiler, LLVM hidden inside):
+
+    softmax = kiln_torch.compile(open("softmax.kiln").read(), dims={"N": 4096},
+                                 library="build/facade/libkiln_jit.so")
+    y = softmax(x)
 """
 
 import ctypes
+import functools
 import json
+import os
 import threading
 
 import torch
 
-__all__ = ["KilnError", "Function", "load"]
+__all__ = ["KilnError", "Function", "Kernel", "load", "compile"]
 
 _TORCH_DTYPES = {
     "bool": torch.bool,
@@ -62,19 +71,26 @@ class Function:
     """One ahead-of-time graph in a loaded library, callable on tensors."""
 
     def __init__(self, library, name):
-        self._lib = library if isinstance(library, ctypes.CDLL) else ctypes.CDLL(str(library))
+        lib = library if isinstance(library, ctypes.CDLL) else ctypes.CDLL(str(library))
         try:
-            self._fn = getattr(self._lib, "kiln_" + name)
-            sig_fn = getattr(self._lib, "kiln_" + name + "_signature")
+            fn = getattr(lib, "kiln_" + name)
+            sig_fn = getattr(lib, "kiln_" + name + "_signature")
         except AttributeError:
-            raise KilnError(f"kiln: {self._lib._name} has no ahead-of-time function '{name}' "
+            raise KilnError(f"kiln: {lib._name} has no ahead-of-time function '{name}' "
                             f"(no symbol kiln_{name}; `kiln aot --name` sets it)") from None
-        self._fn.restype = ctypes.c_int
-        self._fn.argtypes = [ctypes.POINTER(_Tensor), ctypes.c_int32, ctypes.POINTER(ctypes.c_double),
-                             ctypes.c_int32, ctypes.c_void_p]
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.POINTER(_Tensor), ctypes.c_int32, ctypes.POINTER(ctypes.c_double),
+                       ctypes.c_int32, ctypes.c_void_p]
         sig_fn.restype = ctypes.c_char_p
-        self._lib.kiln_last_error.restype = ctypes.c_char_p
-        self.signature = json.loads(sig_fn().decode())
+        self._setup(lib, json.loads(sig_fn().decode()), fn, "ahead-of-time function")
+
+    def _setup(self, lib, signature, invoke, what):
+        """`invoke(tensors, num_tensors, scalars, num_scalars, stream)` is the C call."""
+        self._lib = lib
+        self._what = what
+        self._fn = invoke
+        lib.kiln_last_error.restype = ctypes.c_char_p
+        self.signature = signature
         self.name = self.signature["name"]
         self.inputs = [t for t in self.signature["tensors"] if not t["output"]]
         self.outputs = [t for t in self.signature["tensors"] if t["output"]]
@@ -99,10 +115,10 @@ class Function:
         def show(t):
             return f'{t["name"]}: {t["dtype"]}[{", ".join(str(d) for d in t["shape"])}]'
         args = [show(t) for t in self.inputs] + [f'{s["name"]}: {s["dtype"]}' for s in self.scalars]
-        return f'kiln_torch.Function {self.name}({", ".join(args)}) -> ({", ".join(show(t) for t in self.outputs)})'
+        return f'kiln_torch.{type(self).__name__} {self.name}({", ".join(args)}) -> ({", ".join(show(t) for t in self.outputs)})'
 
     def _error(self, what):
-        return KilnError(f"kiln: call of ahead-of-time function '{self.name}': {what}")
+        return KilnError(f"kiln: call of {self._what} '{self.name}': {what}")
 
     def _scratch(self):
         """This thread's argument block: kiln_tensor structs whose shape and
@@ -214,3 +230,67 @@ _CODE_OF = {dt: _CODES[name] for name, dt in _TORCH_DTYPES.items()}
 def load(library, name):
     """The ahead-of-time function `name` (kiln aot --name) in the shared library at `library`."""
     return Function(library, name)
+
+
+class Kernel(Function):
+    """A graph compiled at run time by compile(); called like a Function."""
+
+    def __init__(self, lib, handle):
+        self._handle = handle
+        self._release = lib.kiln_jit_release
+        self._setup(lib, json.loads(lib.kiln_jit_signature(handle).decode()),
+                    functools.partial(lib.kiln_jit_launch, handle), "run-time kernel")
+        self.explain = lib.kiln_jit_explain(handle).decode()
+
+    def __del__(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._release(handle)
+
+
+_JIT = {}
+
+
+def _jit_library(library):
+    path = str(library or os.environ.get("KILN_JIT_LIBRARY", ""))
+    if not path:
+        raise KilnError("kiln: compile() needs libkiln_jit.so (built as build/facade/libkiln_jit.so): pass "
+                        "library= or set KILN_JIT_LIBRARY")
+    lib = _JIT.get(path)
+    if lib is None:
+        lib = ctypes.CDLL(path)
+        lib.kiln_jit_compile.restype = ctypes.c_void_p
+        lib.kiln_jit_compile.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        for f in (lib.kiln_jit_signature, lib.kiln_jit_explain):
+            f.restype = ctypes.c_char_p
+            f.argtypes = [ctypes.c_void_p]
+        lib.kiln_jit_launch.restype = ctypes.c_int
+        lib.kiln_jit_launch.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Tensor), ctypes.c_int32,
+                                        ctypes.POINTER(ctypes.c_double), ctypes.c_int32, ctypes.c_void_p]
+        lib.kiln_jit_release.restype = None
+        lib.kiln_jit_release.argtypes = [ctypes.c_void_p]
+        lib.kiln_last_error.restype = ctypes.c_char_p
+        _JIT[path] = lib
+    return lib
+
+
+def compile(graph, dims=None, library=None):  # noqa: A001 (kiln's name for it)
+    """Compiles a graph at run time, in this process, and returns a callable Kernel.
+
+    `graph` is kiln's text form (a str starting with "kiln.graph v1", or the
+    path of a .kiln file; `printGraph` and `kiln check` write it). `dims`
+    gives the values the dynamic dims will mostly take ({"N": 4096}): the
+    heuristics configure the kernels for them, and other values still run
+    (a far-off value builds a variant at its first call). An equal graph
+    compiles once per process, and the disk cache keeps it across processes.
+    `library` is libkiln_jit.so (else $KILN_JIT_LIBRARY).
+    """
+    lib = _jit_library(library)
+    text = graph
+    if isinstance(graph, os.PathLike) or (isinstance(graph, str) and not graph.lstrip().startswith("kiln.graph")):
+        with open(graph) as f:
+            text = f.read()
+    handle = lib.kiln_jit_compile(text.encode(), json.dumps(dims).encode() if dims else None)
+    if not handle:
+        raise KilnError(lib.kiln_last_error().decode())
+    return Kernel(lib, handle)

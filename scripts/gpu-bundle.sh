@@ -26,6 +26,8 @@ done
 cp "$BUILD"/compiler/libkiln_compiler.so* "$STAGE/kiln/lib/"
 # Lesson 7's ahead-of-time library, which python/kiln_torch.py loads from PyTorch.
 cp "$BUILD"/examples/libkiln_lesson07.so "$STAGE/kiln/lib/" 2>/dev/null || true
+# kiln compiled at run time from other languages (kiln_torch.compile).
+cp "$BUILD"/facade/libkiln_jit.so "$STAGE/kiln/lib/" 2>/dev/null || true
 strip --strip-unneeded "$STAGE"/kiln/bin/* 2>/dev/null || true
 cp examples/graphs/*.kiln examples/graphs/tune.manifest "$STAGE/kiln/graphs/" 2>/dev/null || true
 # The anchors (PyTorch eager / torch.compile / Triton, and the raw floors)

@@ -187,7 +187,7 @@ if [[ " $STAGES " == *" tests "* ]]; then
   # tests, then the lesson).
   if [ -f "$K/lib/libkiln_lesson07.so" ]; then
     echo "== kiln from PyTorch (tests/torch, lesson 7)" | tee -a "$LOG"
-    bounded python3 tests/torch/test_kiln_torch.py "$K/lib/libkiln_lesson07.so" 2>&1 | tee "$OUTDIR/torch-tests.log" | tee -a "$LOG"
+    bounded python3 tests/torch/test_kiln_torch.py "$K/lib/libkiln_lesson07.so" "$K/lib/libkiln_jit.so" 2>&1 | tee "$OUTDIR/torch-tests.log" | tee -a "$LOG"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     bounded python3 examples/lesson_07_pytorch.py "$K/lib/libkiln_lesson07.so" 2>&1 | tee -a "$LOG"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

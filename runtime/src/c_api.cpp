@@ -44,26 +44,26 @@ namespace kiln::rt {
 
 namespace {
 
-[[noreturn]] void bad(const AotGraph& g, const std::string& what) {
-  throw Error("kiln: call of ahead-of-time function '" + g.name() + "' through the C interface: " + what);
+[[noreturn]] void bad(const std::string& name, const std::string& what) {
+  throw Error("kiln: call of " + name + " through the C interface: " + what);
 }
 
-void call(const AotGraph& g, const kiln_tensor* tensors, int32_t numTensors, const double* scalars, int32_t numScalars,
-          void* stream) {
-  const KernelSignature& sig = g.signature();
+void call(const KernelSignature& sig, const std::string& name, LaunchFromC launch, const void* context,
+          const kiln_tensor* tensors, int32_t numTensors, const double* scalars, int32_t numScalars, void* stream) {
   if (numTensors != static_cast<int32_t>(sig.tensors.size()))
-    bad(g, std::to_string(numTensors) + " tensors given, but it takes " + std::to_string(sig.tensors.size()));
+    bad(name, std::to_string(numTensors) + " tensors given, but it takes " + std::to_string(sig.tensors.size()));
   if (numScalars != static_cast<int32_t>(sig.scalars.size()))
-    bad(g, std::to_string(numScalars) + " scalars given, but it takes " + std::to_string(sig.scalars.size()));
-  if ((numTensors > 0 && !tensors) || (numScalars > 0 && !scalars)) bad(g, "a null argument array");
+    bad(name, std::to_string(numScalars) + " scalars given, but it takes " + std::to_string(sig.scalars.size()));
+  if ((numTensors > 0 && !tensors) || (numScalars > 0 && !scalars)) bad(name, "a null argument array");
   std::vector<TensorView> views(static_cast<size_t>(numTensors));
   for (int32_t i = 0; i < numTensors; ++i) {
     const kiln_tensor& t = tensors[i];
-    const std::string& name = sig.tensors[static_cast<size_t>(i)].name;
+    const std::string& tname = sig.tensors[static_cast<size_t>(i)].name;
     if (t.dtype < KILN_BOOL || t.dtype > KILN_F32)
-      bad(g, "tensor '" + name + "' has dtype code " + std::to_string(t.dtype) + ", which is none of c_api.h's");
+      bad(name, "tensor '" + tname + "' has dtype code " + std::to_string(t.dtype) + ", which is none of c_api.h's");
     if (t.ndim < 0 || (t.ndim > 0 && !t.shape))
-      bad(g, "tensor '" + name + "' has " + std::to_string(t.ndim) + " dims and " + (t.shape ? "a" : "no") + " shape");
+      bad(name, "tensor '" + tname + "' has " + std::to_string(t.ndim) + " dims and " + (t.shape ? "a" : "no") +
+                    " shape");
     TensorView& v = views[static_cast<size_t>(i)];
     v.data = t.data;
     v.dtype = static_cast<DType>(t.dtype);
@@ -82,39 +82,60 @@ void call(const AotGraph& g, const kiln_tensor* tensors, int32_t numTensors, con
                        (p.dtype != DType::Bool || v == 0 || v == 1) &&
                        (p.dtype != DType::I32 || (v >= -2147483648.0 && v <= 2147483647.0));
     if (!exact)
-      bad(g, "scalar '" + p.name + "' is " + std::string(dtypeName(p.dtype)) + ", but the value given is " +
-                 std::to_string(v));
+      bad(name, "scalar '" + p.name + "' is " + std::string(dtypeName(p.dtype)) + ", but the value given is " +
+                    std::to_string(v));
     if (p.dtype == DType::Bool) args.emplace_back(v != 0);
     else args.emplace_back(static_cast<int64_t>(v));
   }
-  g.launch(std::span<const TensorView>(views), {}, std::span<const ScalarArg>(args), stream);
+  launch(context, std::span<const TensorView>(views), std::span<const ScalarArg>(args), stream);
+}
+
+void launchAot(const void* context, std::span<const TensorView> tensors, std::span<const ScalarArg> scalars,
+               void* stream) {
+  static_cast<const AotGraph*>(context)->launch(tensors, {}, scalars, stream);
 }
 
 }  // namespace
 
-int callFromC(const AotGraph& (*launcher)(), const kiln_tensor* tensors, int32_t numTensors, const double* scalars,
-              int32_t numScalars, void* stream) noexcept {
+void setLastError(const std::string& message) noexcept {
   try {
-    call(launcher(), tensors, numTensors, scalars, numScalars, stream);
+    lastError = message;
+  } catch (...) {
+  }
+}
+
+int callFromC(const KernelSignature& sig, const std::string& name, LaunchFromC launch, const void* context,
+              const kiln_tensor* tensors, int32_t numTensors, const double* scalars, int32_t numScalars,
+              void* stream) noexcept {
+  try {
+    call(sig, name, launch, context, tensors, numTensors, scalars, numScalars, stream);
     lastError.clear();
     return 0;
   } catch (const std::exception& e) {
-    try {
-      lastError = e.what();
-    } catch (...) {
-    }
+    setLastError(e.what());
   } catch (...) {
-    try {
-      lastError = "kiln: an unknown exception";
-    } catch (...) {
-    }
+    setLastError("kiln: an unknown exception");
   }
   return -1;
 }
 
-std::string signatureJson(const AotGraph& graph) {
-  const KernelSignature& sig = graph.signature();
-  std::string s = "{\"name\": " + jsonString(graph.name()) + ", \"tensors\": [";
+int callFromC(const AotGraph& (*launcher)(), const kiln_tensor* tensors, int32_t numTensors, const double* scalars,
+              int32_t numScalars, void* stream) noexcept {
+  const AotGraph* g = nullptr;
+  try {
+    g = &launcher();
+  } catch (const std::exception& e) {
+    setLastError(e.what());
+    return -1;
+  }
+  return callFromC(g->signature(), "ahead-of-time function '" + g->name() + "'", &launchAot, g, tensors, numTensors,
+                   scalars, numScalars, stream);
+}
+
+std::string signatureJson(const AotGraph& graph) { return signatureJson(graph.name(), graph.signature()); }
+
+std::string signatureJson(const std::string& name, const KernelSignature& sig) {
+  std::string s = "{\"name\": " + jsonString(name) + ", \"tensors\": [";
   for (size_t i = 0; i < sig.tensors.size(); ++i) {
     const TensorParam& t = sig.tensors[i];
     s += std::string(i ? ", " : "") + "{\"name\": " + jsonString(t.name) + ", \"dtype\": \"" +

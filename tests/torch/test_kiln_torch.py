@@ -1,8 +1,9 @@
 """kiln's ahead-of-time kernels called from PyTorch (python/kiln_torch.py).
 
-Usage: python3 tests/torch/test_kiln_torch.py LIBRARY
+Usage: python3 tests/torch/test_kiln_torch.py LIBRARY [JIT_LIBRARY]
 LIBRARY is libkiln_lesson07.so (examples/CMakeLists.txt): rmsnorm,
-gelu_bias, cross_entropy and adamw compiled by `kiln aot`. Each case draws
+gelu_bias, cross_entropy and adamw compiled by `kiln aot`. JIT_LIBRARY is
+libkiln_jit.so, for kiln_torch.compile (its case says SKIP without it). Each case draws
 fresh random inputs, poisons the outputs it passes, and compares with the
 same computation in float64 PyTorch. Exits 77 (skipped, said on stdout)
 without torch or a CUDA device, 1 if a case fails.
@@ -27,6 +28,7 @@ if not torch.cuda.is_available():
 import kiln_torch  # noqa: E402
 
 LIB = sys.argv[1]
+JIT = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("KILN_JIT_LIBRARY", "")
 SEED = random.SystemRandom().randrange(1 << 62)
 torch.manual_seed(SEED)
 dev = torch.device("cuda")
@@ -167,8 +169,41 @@ def case_errors():
     assert bool(torch.isnan(y.float()).all()), "a refused call wrote its output"
 
 
+def case_jit_compile():
+    if not JIT:
+        print("SKIP case_jit_compile: no libkiln_jit.so given")
+        return
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "graphs")
+    softmax = kiln_torch.compile(os.path.join(here, "softmax.kiln"), dims={"N": 4096}, library=JIT)
+    assert "row_reduction" in softmax.explain, softmax.explain
+    for n in (1, 333, 4096):
+        x = torch.randn(n, 4096, dtype=torch.bfloat16, device=dev) * 4
+        close(f"compiled softmax N={n}", softmax(x), torch.softmax(x.double(), -1))
+    # A graph written here, with a dynamic row length and a far-off call.
+    rows = kiln_torch.compile("""kiln.graph v1
+%0 = input "x" : f32[R, C]
+%1 = input "w" : f32[C]
+%2 = mul %0, %0 : f32[R, C]
+%3 = mean %2 {axes = [1], keepdim = true} : f32[R, 1]
+%4 = const 1e-5 : f32 weak
+%5 = add %3, %4 : f32[R, 1]
+%6 = rsqrt %5 : f32[R, 1]
+%7 = mul %0, %6 : f32[R, C]
+%8 = mul %7, %1 : f32[R, C]
+output "y" = %8
+""", dims={"C": 1024}, library=JIT)
+    for r, c in ((64, 1024), (7, 50000)):
+        x = torch.randn(r, c, device=dev)
+        w = torch.rand(c, device=dev) + 0.5
+        want = x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-5) * w.double()
+        close(f"compiled rmsnorm f32 {r}x{c}", rows(x, w), want)
+    print("   ", expect_error("bad graph text", lambda: kiln_torch.compile("kiln.graph v1\n%0 = nonsense", library=JIT),
+                                "nonsense"))
+    print("   ", expect_error("bad call", lambda: softmax(torch.randn(8, 4096, device=dev)), "'x'", "bf16"))
+
+
 CASES = [case_rmsnorm, case_gelu_bias_side_stream, case_cross_entropy, case_adamw_scalars, case_torch_cuda_graph,
-         case_errors]
+         case_errors, case_jit_compile]
 
 if __name__ == "__main__":
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, seed {SEED}")
