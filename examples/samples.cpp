@@ -69,6 +69,47 @@ Graph adamwSample() {
   return g;
 }
 
+Graph rmsnormBackwardSample() {
+  Graph g;
+  Tensor dy = g.input("dy", DType::BF16, {"N", 4096});
+  Tensor x = g.input("x", DType::BF16, {"N", 4096});
+  Tensor w = g.input("weight", DType::BF16, {4096});
+  NormGrads r = rmsnorm_backward(dy, x, w, 1e-6);
+  g.output("dx", r.dx);
+  g.output("dweight", r.dweight);
+  return g;
+}
+
+Graph layernormBackwardSample() {
+  Graph g;
+  Tensor dy = g.input("dy", DType::BF16, {"N", 4096});
+  Tensor x = g.input("x", DType::BF16, {"N", 4096});
+  Tensor w = g.input("weight", DType::BF16, {4096});
+  Tensor b = g.input("bias", DType::BF16, {4096});
+  NormGrads r = layernorm_backward(dy, x, w, b, 1e-5);
+  g.output("dx", r.dx);
+  g.output("dweight", r.dweight);
+  g.output("dbias", r.dbias);
+  return g;
+}
+
+Graph softmaxBackwardSample() {
+  Graph g;
+  Tensor dy = g.input("dy", DType::BF16, {"N", 4096});
+  Tensor y = g.input("y", DType::BF16, {"N", 4096});
+  g.output("dx", softmax_backward(dy, y, -1));
+  return g;
+}
+
+Graph crossEntropyBackwardSample() {
+  Graph g;
+  Tensor logits = g.input("logits", DType::BF16, {"N", 32768});
+  Tensor targets = g.input("targets", DType::I64, {"N"});
+  Tensor dloss = g.input("dloss", DType::F32, {});
+  g.output("dlogits", cross_entropy_backward(dloss, logits, targets, Reduction::Mean));
+  return g;
+}
+
 }  // namespace
 
 const std::vector<Sample>& all() {
@@ -80,6 +121,10 @@ const std::vector<Sample>& all() {
       {"rmsnorm", "rmsnorm with weight, eps 1e-6", rmsnormSample},
       {"cross_entropy", "mean cross-entropy of logits and i64 targets", crossEntropySample},
       {"adamw", "one AdamW step: new param, exp_avg, exp_avg_sq", adamwSample},
+      {"rmsnorm_backward", "rmsnorm's gradients: dx and dweight from dy, x and the weight", rmsnormBackwardSample},
+      {"layernorm_backward", "layernorm's gradients: dx, dweight and dbias", layernormBackwardSample},
+      {"softmax_backward", "softmax's gradient from dy and its output y", softmaxBackwardSample},
+      {"cross_entropy_backward", "the mean cross-entropy's gradient w.r.t. the logits", crossEntropyBackwardSample},
   };
   return samples;
 }

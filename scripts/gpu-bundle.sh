@@ -18,7 +18,7 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/kiln/bin" "$STAGE/kiln/lib" "$STAGE/kiln/anchors" "$STAGE/kiln/graphs"
 for exe in tests/kiln_tests runtime/tests/kiln_runtime_tests facade/tests/kiln_facade_tests facade/tests/kiln_facade_workspace_tests tests/aot/kiln_aot_tests tests/interop/kiln_interop_tests compiler/kiln_compiler_tests \
-           bench/bench_pointwise bench/bench_reduction bench/bench_matmul bench/bench_compile bench/bench_warm_start tools/kiln tools/kiln-tune \
+           bench/bench_pointwise bench/bench_reduction bench/bench_backward bench/bench_matmul bench/bench_compile bench/bench_warm_start tools/kiln tools/kiln-tune \
            examples/lesson_00_graphs examples/lesson_01_bias_gelu examples/lesson_02_row_reductions \
            examples/lesson_03_tuning examples/lesson_04_linear examples/lesson_05_aot examples/lesson_06_cuda_graphs; do
   if [ -f "$BUILD/$exe" ]; then cp "$BUILD/$exe" "$STAGE/kiln/bin/"; fi
@@ -33,7 +33,7 @@ cp examples/graphs/*.kiln examples/graphs/tune.manifest "$STAGE/kiln/graphs/" 2>
 # The anchors (PyTorch eager / torch.compile / Triton, and the raw floors)
 # run in the same device call as kiln's benchmarks.
 SHARED=${KILN_SHARED_DIR:-$ROOT/../shared}
-cp "$SHARED/bench/anchors.py" "$SHARED/bench/floor.cu" bench/anchors_pointwise.py bench/anchors_reduction.py bench/anchors_matmul.py bench/kiln_kernels.py \
+cp "$SHARED/bench/anchors.py" "$SHARED/bench/floor.cu" bench/anchors_pointwise.py bench/anchors_reduction.py bench/anchors_backward.py bench/anchors_matmul.py bench/kiln_kernels.py \
    "$STAGE/kiln/anchors/"
 git rev-parse --short=12 HEAD > "$STAGE/kiln/COMMIT" 2>/dev/null || echo unknown > "$STAGE/kiln/COMMIT"
 git status --porcelain | grep -q . && echo "+dirty" >> "$STAGE/kiln/COMMIT" || true

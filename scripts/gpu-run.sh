@@ -6,12 +6,15 @@
 #
 #   KILN_STAGES   stages to run (default "tests bench anchors")
 #   KILN_BENCHES  kiln benchmarks of the bench stage: pointwise, reduction,
-#                 matmul (KILN_MATMUL_CASES: bench_matmul's case substrings)
+#                 backward (the op library's gradients; KILN_BACKWARD_CASES:
+#                 bench_backward's case substrings), matmul
+#                 (KILN_MATMUL_CASES: bench_matmul's case substrings)
 #                 (default "pointwise reduction")
 #   KILN_REDUCTION_CASES  arguments of bench_reduction (case substrings)
 #   KILN_ANCHORS  anchor scripts of the anchors stage: pointwise
 #                 (bench/anchors_pointwise.py), reduction
-#                 (bench/anchors_reduction.py), matmul (bench/anchors_matmul.py:
+#                 (bench/anchors_reduction.py), backward
+#                 (bench/anchors_backward.py), matmul (bench/anchors_matmul.py:
 #                 small M, the nn.Linear layout), and any arguments of
 #                 shared/bench/anchors.py (launch mem1 mem2 gemm extra), run
 #                 after those (default "pointwise reduction")
@@ -233,6 +236,12 @@ if [[ " $STAGES " == *" bench "* ]]; then
     bounded "$K/bin/bench_matmul" ${KILN_MATMUL_CASES:-} 2>&1 | tee "$OUTDIR/bench-matmul.log" | grep -v '^{' | tee -a "$LOG"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
+  if [[ " $BENCHES " == *" backward "* ]]; then
+    # shellcheck disable=SC2086  # case substrings are separate arguments
+    bounded "$K/bin/bench_backward" ${KILN_BACKWARD_CASES:-} 2>&1 | tee "$OUTDIR/bench-backward.log" \
+      | grep -v '^JSON ' | tee -a "$LOG"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
   if [[ " $BENCHES " == *" reduction "* ]]; then
     # The full log (kernel plans, checks, JSON lines) in its own file; the
     # table lines and the summary in run.log.
@@ -265,6 +274,11 @@ if [[ " $STAGES " == *" anchors "* ]]; then
         (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 KILN_ANCHOR_BUDGET_S=$budget \
            KILN_KERNELS="$OUTDIR/kiln-kernels-reduction" python3 anchors_reduction.py ${KILN_ANCHOR_CASES:-}) 2>&1 \
           | grep -v Warning | tee "$OUTDIR/anchors-reduction.log" | tee -a "$LOG"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+      backward)
+        # shellcheck disable=SC2086  # case substrings are separate arguments
+        (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 python3 anchors_backward.py ${KILN_BACKWARD_CASES:-}) 2>&1 \
+          | grep -v Warning | tee "$OUTDIR/anchors-backward.log" | tee -a "$LOG"
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
       matmul)
         (cd "$K/anchors" && bounded env PYTHONUNBUFFERED=1 python3 anchors_matmul.py) 2>&1 \

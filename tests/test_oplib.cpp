@@ -239,3 +239,216 @@ TEST_CASE("the sample graph files are exactly what the DSL builds", "[oplib][sam
     CHECK(parseGraph(ss.str(), path) == built);
   }
 }
+
+// ---- gradients: each backward op against central differences of the fp64
+// reference evaluation of its forward op (f32 graphs compute in fp64 with
+// no rounding but at the inputs), d/d input of sum(output * dy).
+
+namespace {
+
+double weightedSum(const Graph& fwd, const EvalInputs& in, const std::string& out, const HostTensor& dy) {
+  for (const EvalOutput& o : evaluate(fwd, in)) {
+    if (o.name != out) continue;
+    double s = 0;
+    for (size_t j = 0; j < o.exact.size(); ++j) s += o.exact[j] * dy.get(static_cast<int64_t>(j));
+    return s;
+  }
+  FAIL("no output " << out);
+  return 0;
+}
+
+std::vector<double> numericGrad(const Graph& fwd, const EvalInputs& in, const std::string& out, const HostTensor& dy,
+                                const std::string& wrt) {
+  std::vector<double> grad;
+  const HostTensor& base = in.tensors.at(wrt);
+  for (int64_t i = 0; i < base.numel(); ++i) {
+    EvalInputs p = in;
+    HostTensor& t = p.tensors.at(wrt);
+    const double x0 = base.get(i), h = 0x1p-10;
+    t.set(i, x0 + h);
+    const double xp = t.get(i), fp = weightedSum(fwd, p, out, dy);
+    t.set(i, x0 - h);
+    const double xm = t.get(i), fm = weightedSum(fwd, p, out, dy);
+    grad.push_back((fp - fm) / (xp - xm));
+  }
+  return grad;
+}
+
+const EvalOutput& outputNamed(const std::vector<EvalOutput>& outs, const std::string& name) {
+  for (const EvalOutput& o : outs)
+    if (o.name == name) return o;
+  FAIL("no output " << name);
+  return outs.front();
+}
+
+// The backward graph's output `name` against a numeric gradient.
+void checkGrad(const std::vector<EvalOutput>& outs, const std::string& name, const std::vector<double>& want) {
+  const EvalOutput& o = outputNamed(outs, name);
+  INFO("gradient " << name);
+  checkClose(o.value, want, 2e-4);
+}
+
+}  // namespace
+
+TEST_CASE("softmax_backward and log_softmax_backward are the gradients of softmax and log_softmax", "[oplib][grad]") {
+  const bool logForm = GENERATE(false, true);
+  const int64_t axis = GENERATE(int64_t{-1}, int64_t{0});
+  Graph fwd;
+  Tensor x = fwd.input("x", DType::F32, {3, 9});
+  fwd.output("y", logForm ? log_softmax(x, axis) : softmax(x, axis));
+  EvalInputs in = randomInputs(fwd, {}, 11, {{"x", {-3, 3}}});
+  HostTensor dy(DType::F32, {3, 9});
+  std::mt19937_64 rng(12);
+  dy.fillRandom(rng);
+  auto want = numericGrad(fwd, in, "y", dy, "x");
+
+  Graph bwd;
+  Tensor y = bwd.input("y", DType::F32, {3, 9}), gy = bwd.input("dy", DType::F32, {3, 9});
+  bwd.output("dx", logForm ? log_softmax_backward(gy, y, axis) : softmax_backward(gy, y, axis));
+  EvalInputs bin;
+  bin.tensors["y"] = evaluate(fwd, in)[0].value;
+  bin.tensors["dy"] = dy;
+  checkGrad(evaluate(bwd, bin), "dx", want);
+}
+
+TEST_CASE("layernorm_backward and rmsnorm_backward are the gradients of layernorm and rmsnorm", "[oplib][grad]") {
+  const bool rms = GENERATE(false, true);
+  const bool affine = GENERATE(true, false);
+  INFO((rms ? "rmsnorm" : "layernorm") << (affine ? " with weight" : " without weight"));
+  const Shape shape = {2, 3, 8};
+  auto build = [&](Graph& g, bool backward) {
+    Tensor x = g.input("x", DType::F32, shape);
+    Tensor w = affine ? g.input("w", DType::F32, {8}) : Tensor();
+    Tensor b = affine && !rms ? g.input("b", DType::F32, {8}) : Tensor();
+    if (!backward) {
+      g.output("y", rms ? rmsnorm(x, w, 1e-5) : layernorm(x, w, b, 1e-5));
+      return;
+    }
+    Tensor dy = g.input("dy", DType::F32, shape);
+    NormGrads r = rms ? rmsnorm_backward(dy, x, w, 1e-5) : layernorm_backward(dy, x, w, b, 1e-5);
+    g.output("dx", r.dx);
+    CHECK(r.dweight.valid() == affine);
+    CHECK(r.dbias.valid() == (affine && !rms));
+    if (r.dweight.valid()) g.output("dw", r.dweight);
+    if (r.dbias.valid()) g.output("db", r.dbias);
+  };
+  Graph fwd, bwd;
+  build(fwd, false);
+  build(bwd, true);
+  InputRanges ranges = {{"x", {-2, 2}}};
+  if (affine) ranges["w"] = {0.5, 1.5};
+  EvalInputs in = randomInputs(fwd, {}, 21, ranges);
+  HostTensor dy(DType::F32, {2, 3, 8});
+  std::mt19937_64 rng(22);
+  dy.fillRandom(rng);
+  EvalInputs bin = in;
+  bin.tensors["dy"] = dy;
+  auto outs = evaluate(bwd, bin);
+  checkGrad(outs, "dx", numericGrad(fwd, in, "y", dy, "x"));
+  if (affine) {
+    checkGrad(outs, "dw", numericGrad(fwd, in, "y", dy, "w"));
+    CHECK(outputNamed(outs, "dw").value.shape() == std::vector<int64_t>{8});
+  }
+  if (affine && !rms) checkGrad(outs, "db", numericGrad(fwd, in, "y", dy, "b"));
+}
+
+TEST_CASE("norm gradients come back in the dtypes of x and weight and bias", "[oplib][grad]") {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"N", 64});
+  Tensor dy = g.input("dy", DType::BF16, {"N", 64});
+  Tensor w = g.input("w", DType::F32, {64}), b = g.input("b", DType::F16, {64});
+  NormGrads ln = layernorm_backward(dy, x, w, b);
+  CHECK(ln.dx.dtype() == DType::BF16);
+  CHECK(ln.dweight.dtype() == DType::F32);
+  CHECK(ln.dbias.dtype() == DType::F16);
+  CHECK(ln.dweight.shape() == Shape{64});
+  NormGrads rn = rmsnorm_backward(dy, x, Tensor());
+  CHECK(rn.dx.dtype() == DType::BF16);
+  CHECK_FALSE(rn.dweight.valid());
+}
+
+TEST_CASE("cross_entropy_backward is the gradient of cross_entropy per row and averaged", "[oplib][grad]") {
+  const Reduction red = GENERATE(Reduction::None, Reduction::Mean);
+  Graph fwd;
+  Tensor logits = fwd.input("logits", DType::F32, {4, 7});
+  Tensor targets = fwd.input("targets", DType::I64, {4});
+  fwd.output("loss", cross_entropy(logits, targets, red));
+  EvalInputs in = randomInputs(fwd, {}, 31, {{"logits", {-3, 3}}, {"targets", {0, 7}}});
+  in.tensors.at("targets").setInt(2, -1);  // outside the row: picks nothing
+  const std::vector<int64_t> lossShape = red == Reduction::Mean ? std::vector<int64_t>{} : std::vector<int64_t>{4};
+  HostTensor dloss(DType::F32, lossShape);
+  std::mt19937_64 rng(32);
+  dloss.fillRandom(rng, 0.5, 2);
+  auto want = numericGrad(fwd, in, "loss", dloss, "logits");
+
+  Graph bwd;
+  Tensor l = bwd.input("logits", DType::F32, {4, 7});
+  Tensor t = bwd.input("targets", DType::I64, {4});
+  Tensor d = bwd.input("dloss", DType::F32, red == Reduction::Mean ? Shape{} : Shape{4});
+  bwd.output("dlogits", cross_entropy_backward(d, l, t, red));
+  EvalInputs bin = in;
+  bin.tensors["dloss"] = dloss;
+  checkGrad(evaluate(bwd, bin), "dlogits", want);
+}
+
+TEST_CASE("cross_entropy_backward's mean over a dynamic row count divides by the rows bound at launch",
+          "[oplib][grad]") {
+  Graph bwd;
+  Tensor l = bwd.input("logits", DType::F32, {"M", 5});
+  Tensor t = bwd.input("targets", DType::I32, {"M"});
+  Tensor d = bwd.input("dloss", DType::F32, {});
+  bwd.output("dlogits", cross_entropy_backward(d, l, t));
+  Graph fixed;
+  Tensor fl = fixed.input("logits", DType::F32, {6, 5});
+  Tensor ft = fixed.input("targets", DType::I32, {6});
+  Tensor fd = fixed.input("dloss", DType::F32, {});
+  fixed.output("dlogits", cross_entropy_backward(fd, fl, ft));
+  EvalInputs in = randomInputs(fixed, {}, 41, {{"targets", {0, 5}}});
+  const std::vector<double> want = evaluate(fixed, in)[0].exact;
+  in.dims["M"] = 6;
+  checkClose(evaluate(bwd, in)[0].value, want, 1e-6);
+}
+
+TEST_CASE("gelu_backward and silu_backward are the gradients of gelu and silu", "[oplib][grad]") {
+  const int form = GENERATE(0, 1, 2);  // gelu (erf), gelu (tanh), silu
+  Graph fwd;
+  Tensor x = fwd.input("x", DType::F32, {41});
+  fwd.output("y", form == 2 ? silu(x) : gelu(x, form ? GeluApproximation::Tanh : GeluApproximation::None));
+  EvalInputs in = randomInputs(fwd, {}, 51, {{"x", {-5, 5}}});
+  HostTensor dy(DType::F32, {41});
+  std::mt19937_64 rng(52);
+  dy.fillRandom(rng);
+  auto want = numericGrad(fwd, in, "y", dy, "x");
+  Graph bwd;
+  Tensor bx = bwd.input("x", DType::F32, {41}), gy = bwd.input("dy", DType::F32, {41});
+  bwd.output("dx", form == 2 ? silu_backward(gy, bx)
+                             : gelu_backward(gy, bx, form ? GeluApproximation::Tanh : GeluApproximation::None));
+  EvalInputs bin = in;
+  bin.tensors["dy"] = dy;
+  checkGrad(evaluate(bwd, bin), "dx", want);
+}
+
+TEST_CASE("gradient mistakes name the op and the operand", "[oplib][grad][errors]") {
+  Graph g;
+  Tensor x = g.input("x", DType::F32, {4, 8});
+  Tensor dyShort = g.input("dy", DType::F32, {4, 7});
+  Tensor w = g.input("w", DType::F32, {8});
+  Tensor t = g.input("t", DType::I64, {4});
+  Tensor tf = g.input("tf", DType::F32, {4});
+  auto says = [](const std::function<void()>& f, std::vector<std::string> parts) {
+    try {
+      f();
+      FAIL("no error");
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      INFO(m);
+      for (const std::string& p : parts) CHECK(m.find(p) != std::string::npos);
+    }
+  };
+  says([&] { rmsnorm_backward(dyShort, x, w); }, {"rmsnorm_backward", "dy is f32[4, 7]", "x is f32[4, 8]"});
+  says([&] { layernorm_backward(dyShort, x, w, Tensor()); }, {"layernorm_backward", "dy"});
+  says([&] { softmax_backward(x, x, 2); }, {"softmax_backward", "axis 2"});
+  says([&] { cross_entropy_backward(tf, x, t, Reduction::Mean); }, {"cross_entropy_backward", "dloss is f32[4]", "0-dim"});
+  says([&] { cross_entropy_backward(x, x, tf, Reduction::None); }, {"cross_entropy_backward", "targets is f32[4]"});
+  says([&] { gelu_backward(t, x); }, {"gelu_backward", "dy"});
+}

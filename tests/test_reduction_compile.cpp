@@ -2219,3 +2219,108 @@ TEST_CASE("a looped cluster over a dynamic row length compiles as a config and a
     checkKernelArtifacts(ks[0]);
   }
 }
+
+// ---- gradients (the op library's backward ops)
+
+namespace {
+
+// The bytes of a plan's workspace at `rows` rows for its dynamic dims.
+double workspaceBytes(const compiler::CompiledGraph& cg, int64_t rows) {
+  double bytes = 0;
+  for (const compiler::KernelTensor& w : cg.workspace) {
+    double e = static_cast<double>(dtypeSize(w.dtype));
+    for (const Dim& d : w.shape) e *= d.isStatic() ? static_cast<double>(d.size) : static_cast<double>(rows);
+    bytes += e;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("softmax_backward and log_softmax_backward compile to one row kernel", "[reduction][grad]") {
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  const bool logForm = GENERATE(false, true);
+  Graph g;
+  Tensor dy = g.input("dy", t, {"N", 4096}), y = g.input("y", t, {"N", 4096});
+  g.output("dx", logForm ? log_softmax_backward(dy, y) : softmax_backward(dy, y));
+  checkOneRowReductionKernel(g, compiler::compileGraph(g));
+}
+
+TEST_CASE("cross_entropy_backward compiles to one row kernel over a dynamic row count too", "[reduction][grad]") {
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  Graph g;
+  Tensor logits = g.input("logits", t, {8192, 32768});
+  Tensor targets = g.input("targets", DType::I64, {8192});
+  Tensor dloss = g.input("dloss", DType::F32, {});
+  g.output("dlogits", cross_entropy_backward(dloss, logits, targets));
+  checkOneRowReductionKernel(g, compiler::compileGraph(g));
+
+  // Rows bound at launch: the count of rows is a sum over the targets (small
+  // kernels before it); the row kernel computes the gradient itself, reading
+  // that count, and no value of the logits' size is stored.
+  Graph d;
+  Tensor dl = d.input("logits", t, {"M", 32768});
+  Tensor dt = d.input("targets", DType::I32, {"M"});
+  Tensor dd = d.input("dloss", DType::F32, {});
+  d.output("dlogits", cross_entropy_backward(dd, dl, dt));
+  compiler::CompiledGraph cg = compiler::compileGraph(d);
+  std::string explain = cg.explain;  // and each kernel's own workspace (a split row's states)
+  for (const compiler::CompiledKernel& k : cg.kernels) explain += k.why + "\n";
+  checkPlan(d, cg, explain);
+  CHECK(cg.kernels.back().schedule == "row_reduction");
+  for (const compiler::KernelTensor& w : cg.workspace) {
+    INFO("workspace " << w.name << " " << typeToString(w.dtype, w.shape));
+    for (const Dim& dim : w.shape) CHECK(dim.isStatic());  // nothing per row
+  }
+}
+
+TEST_CASE("norm gradients compile to dx in a row kernel and dweight and dbias over the rows in one more with only the rows' "
+          "statistics stored between them",
+          "[reduction][grad]") {
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  const bool rms = GENERATE(false, true);
+  const int64_t cols = GENERATE(int64_t{4096}, int64_t{16384}, int64_t{32768});
+  INFO((rms ? "rmsnorm" : "layernorm") << " " << dtypeName(t) << " x " << cols);
+  Graph g;
+  Tensor dy = g.input("dy", t, {"N", cols}), x = g.input("x", t, {"N", cols});
+  Tensor w = g.input("w", t, {cols});
+  NormGrads r = rms ? rmsnorm_backward(dy, x, w) : layernorm_backward(dy, x, w, g.input("b", t, {cols}));
+  g.output("dx", r.dx);
+  g.output("dw", r.dweight);
+  if (!rms) g.output("db", r.dbias);
+  compiler::CompiledGraph cg = compiler::compileGraph(g);
+  if (cols < 32768) {
+    checkPlan(g, cg, cg.explain);
+  } else {
+    // 16-bit rows of 32768 held by 512 threads, two row inputs: the
+    // vectorized entries are spill-free; the scalar entry (unaligned
+    // pointers only) is built in the same form and may spill a little.
+    for (const compiler::CompiledKernel& k : cg.kernels)
+      for (const compiler::ResourceReport& r : k.resources) {
+        const bool vectorized = std::any_of(k.entries.begin(), k.entries.end(), [&](const compiler::KernelEntry& e) {
+          return e.name == r.kernel && e.vectorized;
+        });
+        INFO(r.kernel << ": " << r.spillStoreBytes << " bytes spill stores");
+        if (vectorized) CHECK(r.spillStoreBytes == 0);
+      }
+  }
+  REQUIRE(cg.kernels.size() == 2);
+  for (const compiler::CompiledKernel& k : cg.kernels) CHECK(k.schedule == "row_reduction");
+  // The statistics (rstd, and layernorm's mean: 4 bytes a row each) and the
+  // column kernel's parts, not an f32 copy of dy * xhat (4 bytes a value).
+  const int64_t rows = 32768;
+  CHECK(workspaceBytes(cg, rows) < 0.1 * static_cast<double>(rows) * static_cast<double>(cols));
+}
+
+TEST_CASE("gelu_backward and silu_backward compile to one pointwise kernel", "[pointwise][grad]") {
+  const DType t = GENERATE(DType::F32, DType::BF16, DType::F16);
+  Graph g;
+  Tensor dy = g.input("dy", t, {"N", 4096}), x = g.input("x", t, {"N", 4096});
+  g.output("gelu", gelu_backward(dy, x));
+  g.output("gelu_tanh", gelu_backward(dy, x, GeluApproximation::Tanh));
+  g.output("silu", silu_backward(dy, x));
+  compiler::CompiledGraph cg = compiler::compileGraph(g);
+  REQUIRE(cg.kernels.size() == 1);
+  CHECK(cg.kernels[0].schedule == "pointwise");
+  checkKernelArtifacts(cg.kernels[0]);
+}

@@ -600,12 +600,14 @@ class Planner {
   bool sharesInput(int id, const Shape& domain);
   bool onlyReducedBy(int id, int kernel) const;
   bool misreads(int id, int kernel);
+  bool cheaperToRecompute(int id);
   std::set<int> inputsOf(int id);
 
   const Graph& g_;
   std::vector<int> order_;
   std::map<int, int> pos_;
   std::map<int, int> groupOf_;  // reduction node → kernel index
+  std::map<int, std::set<int>> groupNeeds_;  // row group → the groups its reductions read (transitively)
   std::map<int, std::set<int>> cone_;
   std::vector<KernelInfo> kernels_;
   std::map<int, int> owner_;    // materialized node → kernel writing it
@@ -692,6 +694,29 @@ bool Planner::misreads(int id, int kernel) {
   return visit(id, identityFrame(k));
 }
 
+// Whether recomputing elementwise node `id` from the graph inputs in its
+// cone reads no more bytes than storing it and reading it back would move,
+// counted per element of the value (an input of fewer elements, a weight or
+// a row statistic, counts as it is spread over the value; values from
+// other kernels that the recomputation would read are one value per row or
+// smaller, which `fits` leaves to be stored). Static shapes only: the
+// counts of dynamic dims are unknown (taken as equal where the shapes are).
+bool Planner::cheaperToRecompute(int id) {
+  const Node& n = g_.node(id);
+  auto elements = [](const Shape& s) {
+    double e = 1;
+    for (const Dim& d : s) e *= d.isStatic() ? static_cast<double>(d.size) : 4096.0;
+    return e;
+  };
+  const double mine = elements(n.shape);
+  double read = 0;
+  for (int i : inputsOf(id)) {
+    const Node& in = g_.node(i);
+    read += elements(in.shape) / mine * static_cast<double>(dtypeSize(in.dtype));
+  }
+  return read <= 2.0 * static_cast<double>(dtypeSize(n.dtype));
+}
+
 std::set<int> Planner::inputsOf(int id) {
   std::set<int> out;
   std::set<int> seen;
@@ -745,8 +770,19 @@ int Planner::ownerFor(int id, bool isOutput) {
           return static_cast<int>(k);
     return pointwiseKernel(n.shape, "pre");
   }
-  int last = *gs.rbegin();
-  if (fits(id, last) && !misreads(id, last)) return last;
+  // The latest group of the cone that can store the value, where the other
+  // groups of the cone do not read its results (they run before it): an
+  // output that scales a row kernel's values by a statistic of another
+  // domain (cross_entropy's gradient over the mean of a dynamic row count)
+  // is computed by the row kernel, which reads that statistic, instead of
+  // by a pointwise kernel reading a copy of the row kernel's values.
+  const int last = *gs.rbegin();
+  for (auto k = gs.rbegin(); k != gs.rend(); ++k) {
+    bool before = true;
+    for (int other : gs)
+      if (other != *k && groupNeeds_[other].count(*k)) before = false;
+    if (before && fits(id, *k) && !misreads(id, *k)) return *k;
+  }
   return pointwiseKernel(n.shape, "after" + std::to_string(last));
 }
 
@@ -810,8 +846,12 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   // computes it itself, reading the other kernels' results it needs (softmax
   // over axis 0 in parts: exp(x - max) in the loads of the sum's parts, and
   // again in the output's pointwise kernel).
+  // Also an elementwise value whose inputs cost this kernel no more to read
+  // than the value itself would cost to write and read back: a norm's
+  // weight gradient, sum over rows of dy * xhat, reads dy and x again with
+  // the rows' statistics instead of a stored f32 copy of dy * xhat.
   const bool recompute = isElementwise(n.op) && !foreign.empty() && !coneGroups(id).count(kernel) &&
-                         !fits(id, *coneGroups(id).rbegin());
+                         (!fits(id, *coneGroups(id).rbegin()) || cheaperToRecompute(id));
   if (!foreign.empty() && !coneGroups(id).count(kernel) && !recompute) {
     int owner = ownerFor(id, false);
     if (owner != kernel) {
@@ -874,6 +914,11 @@ Plan Planner::run() {
                                          " (a reduction of a reduction over other rows): a new kernel");
     }
     groupOf_[id] = chosen;
+    for (int d : needs)
+      if (d != chosen) {
+        groupNeeds_[chosen].insert(d);
+        groupNeeds_[chosen].insert(groupNeeds_[d].begin(), groupNeeds_[d].end());
+      }
   }
   // 2. Outputs.
   std::vector<int> outputKernel;

@@ -149,6 +149,167 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
   return loss;
 }
 
+// ---- gradients
+
+namespace {
+
+// dy must have the forward output's shape and a float dtype.
+void requireGradOf(std::string_view op, const Tensor& dy, const Tensor& like, std::string_view likeName,
+                   const Loc& loc) {
+  requireFloat(op, "dy", dy, loc);
+  if (dy.shape() != like.shape())
+    fail(op, "dy is " + typeToString(dy.dtype(), dy.shape()) + " but " + std::string(likeName) + " is " +
+                 typeToString(like.dtype(), like.shape()) + "; expected dy of " + std::string(likeName) + "'s shape",
+         loc);
+}
+
+// The sum of v over every axis but the last: a weight's gradient.
+Tensor sumRows(const Tensor& v, const Loc& loc) {
+  std::vector<int64_t> lead;
+  for (int64_t a = 0; a + 1 < v.rank(); ++a) lead.push_back(a);
+  return lead.empty() ? v : sum(v, Axes(lead), false, loc);
+}
+
+}  // namespace
+
+Tensor softmax_backward(const Tensor& dy, const Tensor& y, int64_t axis, Loc loc) {
+  requireFloat("softmax_backward", "y", y, loc);
+  requireGradOf("softmax_backward", dy, y, "y", loc);
+  requireAxis("softmax_backward", y, axis, loc);
+  Tensor vy = toOpmath(y, loc), vdy = toOpmath(dy, loc);
+  Tensor dot = sum(mul(vdy, vy, loc), axis, true, loc);
+  return backTo(mul(vy, sub(vdy, dot, loc), loc), y.dtype(), loc);
+}
+
+Tensor log_softmax_backward(const Tensor& dy, const Tensor& y, int64_t axis, Loc loc) {
+  requireFloat("log_softmax_backward", "y", y, loc);
+  requireGradOf("log_softmax_backward", dy, y, "y", loc);
+  requireAxis("log_softmax_backward", y, axis, loc);
+  Tensor vy = toOpmath(y, loc), vdy = toOpmath(dy, loc);
+  Tensor total = sum(vdy, axis, true, loc);
+  return backTo(sub(vdy, mul(exp(vy, loc), total, loc), loc), y.dtype(), loc);
+}
+
+NormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                             double eps, Loc loc) {
+  requireFloat("layernorm_backward", "x", x, loc);
+  requireGradOf("layernorm_backward", dy, x, "x", loc);
+  if (weight.valid()) requireLastDimVector("layernorm_backward", "weight", x, weight, loc);
+  if (bias.valid()) requireLastDimVector("layernorm_backward", "bias", x, bias, loc);
+  Tensor v = toOpmath(x, loc), vdy = toOpmath(dy, loc);
+  Tensor mu = mean(v, -1, true, loc);
+  Tensor rstd = rsqrt(add(var(v, -1, 0, true, loc), eps, loc), loc);
+  Tensor xhat = mul(sub(v, mu, loc), rstd, loc);
+  Tensor g = weight.valid() ? mul(vdy, toOpmath(weight, loc), loc) : vdy;
+  // dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+  Tensor inner = sub(sub(g, mean(g, -1, true, loc), loc), mul(xhat, mean(mul(g, xhat, loc), -1, true, loc), loc), loc);
+  NormGrads r;
+  r.dx = backTo(mul(rstd, inner, loc), x.dtype(), loc);
+  if (weight.valid()) r.dweight = backTo(sumRows(mul(vdy, xhat, loc), loc), weight.dtype(), loc);
+  if (bias.valid()) r.dbias = backTo(sumRows(vdy, loc), bias.dtype(), loc);
+  return r;
+}
+
+NormGrads rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, double eps, Loc loc) {
+  requireFloat("rmsnorm_backward", "x", x, loc);
+  requireGradOf("rmsnorm_backward", dy, x, "x", loc);
+  if (weight.valid()) requireLastDimVector("rmsnorm_backward", "weight", x, weight, loc);
+  Tensor v = toOpmath(x, loc), vdy = toOpmath(dy, loc);
+  Tensor rstd = rsqrt(add(mean(mul(v, v, loc), -1, true, loc), eps, loc), loc);
+  Tensor xhat = mul(v, rstd, loc);
+  Tensor g = weight.valid() ? mul(vdy, toOpmath(weight, loc), loc) : vdy;
+  // dx = rstd * (g - xhat * mean(g * xhat))
+  Tensor inner = sub(g, mul(xhat, mean(mul(g, xhat, loc), -1, true, loc), loc), loc);
+  NormGrads r;
+  r.dx = backTo(mul(rstd, inner, loc), x.dtype(), loc);
+  if (weight.valid()) r.dweight = backTo(sumRows(mul(vdy, xhat, loc), loc), weight.dtype(), loc);
+  return r;
+}
+
+Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& logits, const Tensor& targets, Reduction reduction,
+                              Loc loc) {
+  requireFloat("cross_entropy_backward", "logits", logits, loc);
+  if (!targets.valid()) fail("cross_entropy_backward", "targets is an empty Tensor handle", loc);
+  if (!isInteger(targets.dtype()))
+    fail("cross_entropy_backward", "targets is " + typeToString(targets.dtype(), targets.shape()) +
+                                       "; expected i32 or i64 class indices", loc);
+  const Shape ls = logits.shape();
+  if (logits.rank() < 1 || targets.rank() != logits.rank() - 1 ||
+      !std::equal(targets.shape().begin(), targets.shape().end(), ls.begin()))
+    fail("cross_entropy_backward", "logits is " + typeToString(logits.dtype(), ls) + " and targets is " +
+                                       typeToString(targets.dtype(), targets.shape()) +
+                                       "; expected logits [..., C] and targets [...] with the same leading dims", loc);
+  requireFloat("cross_entropy_backward", "dloss", dloss, loc);
+  const bool mean = reduction == Reduction::Mean;
+  if (mean ? dloss.rank() != 0 : dloss.shape() != targets.shape())
+    fail("cross_entropy_backward", "dloss is " + typeToString(dloss.dtype(), dloss.shape()) + "; expected " +
+                                       (mean ? std::string("a 0-dim value (the mean's gradient)")
+                                             : typeToString(dloss.dtype(), targets.shape()) + " (one value a row)"),
+         loc);
+  Tensor v = backTo(logits, DType::F32, loc);
+  Tensor m = max(v, -1, true, loc);
+  Tensor e = exp(sub(v, m, loc), loc);
+  Tensor p = div(e, sum(e, -1, true, loc), loc);
+  Shape keep = targets.shape();
+  keep.push_back(Dim(int64_t{1}));
+  Graph g = logits.graph();
+  Tensor classes = iota(g, ls, -1, targets.dtype(), loc);
+  Tensor onehot = where(eq(classes, reshape(targets, keep, loc), loc), 1.0, 0.0, loc);
+  Tensor scale = backTo(dloss, DType::F32, loc);
+  if (mean) {
+    // Divided by the number of rows: a constant for static leading dims;
+    // over dynamic ones, the count of the targets (a sum of ones).
+    double rows = 1;
+    bool known = true;
+    for (const Dim& d : targets.shape()) {
+      if (!d.isStatic()) known = false;
+      else rows *= static_cast<double>(d.size);
+    }
+    if (known) {
+      scale = div(scale, rows, loc);
+    } else {
+      Tensor ones = where(eq(targets, targets, loc), 1.0, 0.0, loc);
+      scale = div(scale, sum(backTo(ones, DType::F32, loc), {}, false, loc), loc);
+    }
+  } else {
+    scale = reshape(scale, keep, loc);
+  }
+  return backTo(mul(sub(p, onehot, loc), scale, loc), logits.dtype(), loc);
+}
+
+Tensor gelu_backward(const Tensor& dy, const Tensor& x, GeluApproximation approx, Loc loc) {
+  requireFloat("gelu_backward", "x", x, loc);
+  requireGradOf("gelu_backward", dy, x, "x", loc);
+  Tensor v = toOpmath(x, loc);
+  Tensor d;
+  if (approx == GeluApproximation::Tanh) {
+    const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+    Tensor x2 = mul(v, v, loc);
+    Tensor t = tanh(mul(mul(v, add(1.0, mul(c, x2, loc), loc), loc), k, loc), loc);
+    // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
+    Tensor dt = mul(mul(mul(0.5, v, loc), sub(1.0, mul(t, t, loc), loc), loc), mul(k, add(1.0, mul(3 * c, x2, loc), loc), loc), loc);
+    d = add(mul(0.5, add(1.0, t, loc), loc), dt, loc);
+  } else {
+    // 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
+    Tensor cdf = mul(0.5, add(1.0, erf(mul(v, M_SQRT1_2, loc), loc), loc), loc);
+    Tensor pdf = mul(exp(mul(-0.5, mul(v, v, loc), loc), loc), 1.0 / std::sqrt(2.0 * M_PI), loc);
+    d = add(cdf, mul(v, pdf, loc), loc);
+  }
+  DType out = promoteTypes({&dy.node(), &x.node()});
+  return backTo(mul(toOpmath(dy, loc), d, loc), out, loc);
+}
+
+Tensor silu_backward(const Tensor& dy, const Tensor& x, Loc loc) {
+  requireFloat("silu_backward", "x", x, loc);
+  requireGradOf("silu_backward", dy, x, "x", loc);
+  Tensor v = toOpmath(x, loc);
+  Tensor s = sigmoid(v, loc);
+  // s (1 + x (1 - s))
+  Tensor d = mul(s, add(1.0, mul(v, sub(1.0, s, loc), loc), loc), loc);
+  DType out = promoteTypes({&dy.node(), &x.node()});
+  return backTo(mul(toOpmath(dy, loc), d, loc), out, loc);
+}
+
 AdamWScalars adamw_scalars(Graph& g, Loc loc) {
   return {g.scalar("lr", DType::F32, loc),    g.scalar("beta1", DType::F32, loc),
           g.scalar("beta2", DType::F32, loc), g.scalar("eps", DType::F32, loc),

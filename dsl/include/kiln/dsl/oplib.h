@@ -49,6 +49,42 @@ AdamWResult adamw_step(const Tensor& param, const Tensor& grad, const Tensor& ex
 // weight_decay, step.
 AdamWScalars adamw_scalars(Graph& g, KILN_LOC);
 
+// ---- gradients (backward passes), for training ----
+// Each takes the gradient of the forward op's output (dy, the forward
+// output's shape) and what the forward op saw, and returns the gradients of
+// its inputs, computed in f32 for 16-bit floats and returned in the dtype of
+// the input they belong to, like PyTorch's autograd. Each is a plain graph
+// of primitives: it fuses with its neighbours like any other graph.
+
+// d/dx of softmax(x, axis) from its output y: y * (dy - sum(dy * y)).
+Tensor softmax_backward(const Tensor& dy, const Tensor& y, int64_t axis = -1, KILN_LOC);
+// d/dx of log_softmax(x, axis) from its output y: dy - exp(y) * sum(dy).
+Tensor log_softmax_backward(const Tensor& dy, const Tensor& y, int64_t axis = -1, KILN_LOC);
+
+// Gradients of a norm over the last dim. dweight and dbias sum over every
+// leading dim (the rows); they are empty where the forward op had no weight
+// or bias. The row statistics (mean, rstd) are recomputed from x: in the
+// row kernel that computes dx they cost no extra memory traffic.
+struct NormGrads {
+  Tensor dx, dweight, dbias;
+};
+NormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                             double eps = 1e-5, KILN_LOC);
+NormGrads rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, double eps = 1e-6, KILN_LOC);
+
+// d/dlogits of cross_entropy(logits, targets, reduction): (softmax(logits) -
+// onehot(targets)) * dloss per row, where dloss is the gradient of the loss:
+// one value per row ([...], Reduction::None) or a 0-dim value (Mean, divided
+// by the number of rows). Rows whose target is outside [0, C) (an ignored
+// index) get softmax(logits) * dloss, as the forward picks nothing there.
+// Returns the logits' dtype.
+Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& logits, const Tensor& targets,
+                              Reduction reduction = Reduction::Mean, KILN_LOC);
+
+// dy * gelu'(x), dy * silu'(x), in dy's and x's promoted dtype.
+Tensor gelu_backward(const Tensor& dy, const Tensor& x, GeluApproximation approx = GeluApproximation::None, KILN_LOC);
+Tensor silu_backward(const Tensor& dy, const Tensor& x, KILN_LOC);
+
 #undef KILN_LOC
 
 }  // namespace kiln
