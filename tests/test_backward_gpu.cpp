@@ -62,8 +62,11 @@ TEST_CASE("layernorm_backward and rmsnorm_backward match the reference in dx and
     int64_t rows, len;
     bool dynamic;
   };
+  // Static rows: dweight and dbias as column partials of the dx kernel
+  // (one part of the rows a block); dynamic ones: a column kernel after it.
   const S s = GENERATE(S{1000, 4096, true}, S{7, 4097, true}, S{300, 17, true}, S{5, 32768, true},
-                       S{64, 1, true}, S{2048, 4096, false});
+                       S{64, 1, true}, S{2048, 4096, false}, S{1000, 4096, false}, S{4096, 17, false},
+                       S{600, 4097, false}, S{1024, 8192, false}, S{256, 32768, false});
   INFO((rms ? "rmsnorm_backward " : "layernorm_backward ") << dtypeName(t) << (affine ? "" : " without weight")
                                                            << " [" << s.rows << ", " << s.len << "]"
                                                            << (s.dynamic ? " (rows bound at launch)" : ""));
@@ -84,6 +87,11 @@ TEST_CASE("layernorm_backward and rmsnorm_backward match the reference in dx and
   const double floor = std::sqrt(static_cast<double>(s.rows));
   o.relFloor = {{"dw", floor}, {"db", floor}};
   runAndCheck(g, o);
+  // The scalar entries too (base pointers off 16-byte alignment).
+  if (!s.dynamic && s.len % 8 == 0) {
+    o.misalign = 4;
+    runAndCheck(g, o);
+  }
 }
 
 TEST_CASE("cross_entropy_backward matches the reference per row and averaged over static and dynamic row counts",

@@ -222,3 +222,30 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: var and 
               for (const compiler::ResourceReport& r : k.resources) CHECK(r.spillStoreBytes == 0);
           }
 }
+
+// Norm gradients: dweight and dbias over static rows as column partials of
+// the dx kernel (each part's sum over its rows, then a kernel summing the
+// parts), over dynamic rows as a column kernel reading the rows' statistics.
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: norm gradients with column partials",
+          "[compile][plan][grad]") {
+  for (DType t : {DType::F32, DType::BF16})
+    for (bool rms : {false, true})
+      for (const Shape& s : {Shape{Dim(2048), Dim(64)}, Shape{Dim(1000), Dim(17)}, Shape{Dim("R"), Dim(96)}}) {
+        test::GraphCase c;
+        c.label = test::caseLabel(rms ? "rmsnorm_backward" : "layernorm_backward", t, s);
+        Tensor dy = c.graph.input("dy", t, s), x = c.graph.input("x", t, s);
+        Tensor w = c.graph.input("w", t, {s.back()});
+        NormGrads r = rms ? rmsnorm_backward(dy, x, w) : layernorm_backward(dy, x, w, c.graph.input("b", t, {s.back()}));
+        c.graph.output("dx", r.dx);
+        c.graph.output("dw", r.dweight);
+        if (r.dbias.valid()) c.graph.output("db", r.dbias);
+        c.ranges = {{"x", {-3, 5}}, {"w", {0.5, 1.5}}};
+        const double floor = std::sqrt(s[0].isStatic() ? static_cast<double>(s[0].size) : 300.0);
+        c.relFloor = {{"dx", 1}, {"dw", floor}, {"db", floor}};
+        const bool fused = s[0].isStatic();
+        const compiler::Plan plan = compiler::planGraph(c.graph);
+        INFO(plan.explain);
+        if (fused) CHECK(plan.explain.find("column sum's partials") != std::string::npos);
+        checkPlan(c, s[0].isStatic() ? DimBindings{} : DimBindings{{"R", 300}}, 2);
+      }
+}

@@ -2324,3 +2324,37 @@ TEST_CASE("gelu_backward and silu_backward compile to one pointwise kernel", "[p
   CHECK(cg.kernels[0].schedule == "pointwise");
   checkKernelArtifacts(cg.kernels[0]);
 }
+
+TEST_CASE("norm gradients over static rows: dweight and dbias summed per part of the rows by the dx kernel",
+          "[reduction][grad]") {
+  const DType t = GENERATE(DType::F32, DType::BF16);
+  const bool rms = GENERATE(false, true);
+  const int64_t cols = GENERATE(int64_t{17}, int64_t{4096}, int64_t{8192});
+  INFO((rms ? "rmsnorm" : "layernorm") << " " << dtypeName(t) << " 32768 x " << cols);
+  Graph g;
+  Tensor dy = g.input("dy", t, {32768, cols}), x = g.input("x", t, {32768, cols});
+  Tensor w = g.input("w", t, {cols});
+  NormGrads r = rms ? rmsnorm_backward(dy, x, w) : layernorm_backward(dy, x, w, g.input("b", t, {cols}));
+  g.output("dx", r.dx);
+  g.output("dw", r.dweight);
+  if (!rms) g.output("db", r.dbias);
+  compiler::CompiledGraph cg = compiler::compileGraph(g);
+  std::string explain = cg.explain;
+  for (const compiler::CompiledKernel& k : cg.kernels) explain += k.why + "\n";
+  checkPlan(g, cg, explain);
+  REQUIRE(cg.kernels.size() == 2);
+  const compiler::CompiledKernel& k0 = cg.kernels[0];
+  CHECK_THAT(k0.why, Contains("column sum's partials"));
+  CHECK(k0.config.find("\"persistent\": 1") != std::string::npos);
+  // One block per part: 512 parts of 64 rows.
+  REQUIRE(k0.launch.iterShape.size() == 1);
+  CHECK(k0.launch.iterShape[0].size == 512);
+  CHECK(k0.launch.elementsPerBlock == 1);
+  // The partials (f32 [512, cols] for each of dweight and dbias) and the
+  // second kernel's own states: no value of the rows' size.
+  int partials = 0;
+  for (const compiler::KernelTensor& ws : cg.workspace)
+    if (ws.shape.size() == 2 && ws.shape[0].size == 512 && ws.shape[1].size == cols && ws.dtype == DType::F32) ++partials;
+  CHECK(partials == (rms ? 1 : 2));
+  CHECK(workspaceBytes(cg, 32768) < 0.1 * 32768.0 * static_cast<double>(cols) * 4);
+}

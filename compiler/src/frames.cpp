@@ -126,4 +126,19 @@ uint64_t AxisDependence::of(int id, const Frame& f) {
   return m;
 }
 
+int columnPartialOperand(const Graph& g, int id) {
+  const Node& n = g.node(id);
+  if (n.op != Op::Sum || n.dtype != DType::F32 || n.keepdim || n.axes.size() != 1 || n.axes[0] != 1 ||
+      n.shape.size() != 2)
+    return -1;
+  const Node& r = g.node(n.inputs[0]);
+  if (r.op != Op::Reshape || r.shape.size() != 3) return -1;
+  const Node& e = g.node(r.inputs[0]);
+  if (e.shape.size() != 2 || !e.shape[0].isStatic() || !r.shape[0].isStatic() || !r.shape[1].isStatic() ||
+      !(r.shape[2] == e.shape[1]) || r.shape[0].size * r.shape[1].size != e.shape[0].size)
+    return -1;
+  return r.inputs[0];
+}
+
 }  // namespace kiln::compiler
+

@@ -43,6 +43,14 @@ bool unitReshape(const Node& n, const Node& x);
 // later kernel.
 bool readsOwnRow(const Node& r, const Shape& operand, const Frame& frame, const Shape& domain);
 
+// A column partial (a row kernel's sums over its part of the rows): an f32
+// sum over axis 1 of a reshape of a value e of shape [R, D] into
+// [P, R / P, D], of shape [P, D]. The planner makes them
+// (fuseColumnPartials) for a column sum of a value that a row kernel over
+// [R, D] computes; that row kernel computes them, each block summing the
+// rows of one part. Returns e's id, or -1.
+int columnPartialOperand(const Graph& g, int id);
+
 struct Access {
   int node = -1;              // the Input node
   std::vector<Poly> strides;  // per domain axis

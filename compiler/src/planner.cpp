@@ -571,6 +571,77 @@ Graph splitColumnReductions(const Graph& g) {
   });
 }
 
+// Column sums that a row kernel computes as it goes (a norm's gradients:
+// dweight = sum over rows of dy * xhat needs the rows' statistics, which the
+// kernel computing dx holds): a column sum (normalized: a sum over the last
+// axis of a transposed [R, D] value e) of an e that a row kernel over
+// [R, D] computes becomes an f32 sum over the parts of P rows
+// (columnPartialOperand: [P, D], the row kernel's blocks each summing one
+// part in registers) and a sum over the parts ([D, P] transposed: a small
+// column kernel). Instead of a second kernel reading e's inputs again (or a
+// stored copy of e), the row kernel writes P x D values. Only where a
+// thread's sums fit in registers (D <= kPartialMaxCols, static R with a
+// divisor P of at least kPartialMinParts parts of kPartialMinRows rows), and
+// where e's reductions are all row reductions over [R, D].
+constexpr int64_t kPartialMaxCols = 8192;
+constexpr int64_t kPartialMaxParts = 512;
+constexpr int64_t kPartialMinParts = 16;
+constexpr int64_t kPartialMinRows = 4;
+
+Graph fuseColumnPartials(const Graph& g) {
+  std::set<std::string> rowDomains;
+  for (int id = 0; id < g.numNodes(); ++id) {
+    const Node& n = g.node(id);
+    if (isReduction(n.op) && innerForm(g, n) && g.node(n.inputs[0]).rank() == 2)
+      rowDomains.insert(shapeToString(g.node(n.inputs[0]).shape));
+  }
+  // Whether every reduction in e's cone is a row reduction over `shape`.
+  auto rowsOnly = [&](int e, const Shape& shape) {
+    std::set<int> seen;
+    std::function<bool(int)> walk = [&](int at) {
+      if (!seen.insert(at).second) return true;
+      const Node& n = g.node(at);
+      if (isReduction(n.op) && !(innerForm(g, n) && g.node(n.inputs[0]).shape == shape)) return false;
+      for (int i : n.inputs)
+        if (!walk(i)) return false;
+      return true;
+    };
+    return walk(e);
+  };
+  return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Sum || n.dtype != DType::F32 || n.keepdim || n.axes != std::vector<int64_t>{1}) return ng.addNode(std::move(c));
+    const Node& p = g.node(n.inputs[0]);
+    if (p.op != Op::Permute || p.axes != std::vector<int64_t>{1, 0}) return ng.addNode(std::move(c));
+    const Node& e = g.node(p.inputs[0]);
+    if (e.rank() != 2 || !e.shape[0].isStatic() || !e.shape[1].isStatic() || e.shape[1].size > kPartialMaxCols ||
+        !rowDomains.count(shapeToString(e.shape)) || !rowsOnly(p.inputs[0], e.shape))
+      return ng.addNode(std::move(c));
+    const int64_t R = e.shape[0].size, D = e.shape[1].size;
+    int64_t P = 0;
+    for (int64_t q = std::min(kPartialMaxParts, R / kPartialMinRows); q >= kPartialMinParts && !P; --q)
+      if (R % q == 0) P = q;
+    if (!P) return ng.addNode(std::move(c));
+    const int eNg = ng.node(c.inputs[0]).inputs[0];
+    Node part;
+    part.op = Op::Sum;
+    part.dtype = DType::F32;
+    part.inputs = {addReshape(ng, eNg, Shape{Dim(P), Dim(R / P), Dim(D)})};
+    part.axes = {1};
+    part.keepdim = false;
+    part.shape = {Dim(P), Dim(D)};
+    const int partId = ng.addNode(std::move(part));
+    Node perm;
+    perm.op = Op::Permute;
+    perm.dtype = DType::F32;
+    perm.axes = {1, 0};
+    perm.shape = {Dim(D), Dim(P)};
+    perm.inputs = {partId};
+    c.inputs = {ng.addNode(std::move(perm))};
+    return ng.addNode(std::move(c));
+  });
+}
+
 struct KernelInfo {
   KernelPlan::Kind kind;
   Shape domain;          // row groups: the reductions' operand shape; pointwise: the shape
@@ -637,6 +708,10 @@ const std::set<int>& Planner::coneGroups(int id) {
 bool Planner::fits(int id, int k) const {
   const KernelInfo& ki = kernels_[k];
   if (ki.kind != KernelPlan::Kind::RowReduction) return false;
+  if (columnPartialOperand(g_, id) >= 0) {
+    auto it = groupOf_.find(id);
+    return it != groupOf_.end() && it->second == k;
+  }
   const Shape& s = g_.node(id).shape;
   const Shape& d = ki.domain;
   // A full-shaped value is stored in the domain's layout, which is the
@@ -824,7 +899,8 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   const KernelInfo& ki = kernels_[kernel];
   if (isReduction(n.op)) {
     if (groupOf_.at(id) == kernel) {
-      cut(n.inputs[0], kernel, seen);
+      const int e = columnPartialOperand(g_, id);
+      cut(e >= 0 ? e : n.inputs[0], kernel, seen);  // a column partial reads e through its reshape
       return;
     }
   }
@@ -888,6 +964,30 @@ Plan Planner::run() {
   for (int id : order_) {
     const Node& n = g_.node(id);
     if (!isReduction(n.op)) continue;
+    if (const int e = columnPartialOperand(g_, id); e >= 0) {
+      // A column partial (fuseColumnPartials): computed by the row group
+      // over e's rows that computes e (the latest of its cone), else by the
+      // latest group over those rows, else by a new one.
+      const Shape& rowsOf = g_.node(e).shape;
+      int k = -1;
+      if (!coneGroups(e).empty()) k = *coneGroups(e).rbegin();
+      for (int j = static_cast<int>(kernels_.size()) - 1; j >= 0 && k < 0; --j)
+        if (kernels_[j].kind == KernelPlan::Kind::RowReduction && kernels_[j].domain == rowsOf && !kernels_[j].permuted)
+          k = j;
+      if (k < 0) {
+        KernelInfo ki;
+        ki.kind = KernelPlan::Kind::RowReduction;
+        ki.domain = rowsOf;
+        kernels_.push_back(std::move(ki));
+        k = static_cast<int>(kernels_.size()) - 1;
+      }
+      groupOf_[id] = k;
+      kernels_[k].notes.push_back("it sums " + std::string(opName(g_.node(e).op)) + " " + shapeToString(rowsOf) +
+                                  " over each of " + dimToString(n.shape[0]) + " parts of " +
+                                  dimToString(g_.node(n.inputs[0]).shape[1]) +
+                                  " rows (a column sum's partials, one part a block)");
+      continue;
+    }
     const Shape& domain = g_.node(n.inputs[0]).shape;
     const std::set<int>& needs = coneGroups(n.inputs[0]);
     int chosen = -1;
@@ -937,7 +1037,10 @@ Plan Planner::run() {
     work_.pop_back();
     const Node& n = g_.node(root);
     // The root itself is computed here.
-    if (isReduction(n.op) && groupOf_.at(root) == k) cut(n.inputs[0], k, seen);
+    if (isReduction(n.op) && groupOf_.at(root) == k) {
+      const int e = columnPartialOperand(g_, root);
+      cut(e >= 0 ? e : n.inputs[0], k, seen);
+    }
     else if (n.op == Op::Reshape && !unitReshape(n, g_.node(n.inputs[0])) && g_.node(n.inputs[0]).op != Op::Input) {
       seen.erase({root, k});
       cut(root, k, seen);
@@ -1185,8 +1288,8 @@ void foldGridTails(Plan& plan) {
 Plan planGraph(const Graph& g) {
   // Twice: the first pass may split a reduction into single-axis steps that
   // the second moves to the last axis.
-  Graph ng = sinkReshapes(
-      splitLongReductions(normalizeReductions(normalizeReductions(splitColumnReductions(mergeEqualNodes(g))))));
+  Graph ng = fuseColumnPartials(sinkReshapes(
+      splitLongReductions(normalizeReductions(normalizeReductions(splitColumnReductions(mergeEqualNodes(g)))))));
   Planner p(ng);
   Plan plan = p.run();
   foldGridTails(plan);

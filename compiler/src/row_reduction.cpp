@@ -73,7 +73,7 @@ constexpr const char* kFenceGpu = "llvm.inline_asm has_side_effects \"fence.acq_
 // The domain of a row sub-graph: the operand shape of its reductions.
 Shape domainOf(const Graph& g) {
   for (int id : g.canonicalOrder())
-    if (isReduction(g.node(id).op)) return g.node(g.node(id).inputs[0]).shape;
+    if (isReduction(g.node(id).op) && columnPartialOperand(g, id) < 0) return g.node(g.node(id).inputs[0]).shape;
   throw Error("kiln: internal: a row-reduction kernel without a reduction");
 }
 
@@ -272,6 +272,19 @@ class RowEmitter {
   bool gathersPending_ = false;
   int maxLevel_ = -1;
   std::vector<int> fullOutputs_, rowOutputs_;  // indices into g_.outputs()
+  // Column partials (columnPartialOperand): outputs [P, D] each block sums
+  // over its part of partRows_ rows, which it loops over (one part a block,
+  // P blocks), the sums carried by the loop in registers; with their
+  // operands (the summed values, of the domain's shape).
+  std::vector<int> colOutputs_, colOperands_;
+  int64_t partRows_ = 0, parts_ = 0;
+  // Per entry: the loop's carried sums (block arguments) and this row's
+  // new sums, per output x slot x lane; the slots per row.
+  std::vector<std::string> colCarried_, colSums_;
+  int colChunks_ = 0;
+  // After the row loop (its results `result#1...`): each thread's sums to
+  // row `bid` of the partial outputs, at its columns.
+  void storeColumnPartials(MlirWriter& w, const std::string& result, const std::string& bid);
 
   // per entry
   MlirWriter* pre_ = nullptr;
@@ -2007,6 +2020,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   laneMemo_.assign(static_cast<size_t>(cfg_.lanes), {});
   laneRowValue_.assign(static_cast<size_t>(cfg_.lanes), {});
   preMemo_.clear();
+  colCarried_.clear();
+  colSums_.clear();
   rowMemo_.clear();
   elemMemo_.clear();
   loadMemo_.clear();
@@ -2044,8 +2059,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   // The blocks (clusters) that fit at once loop over the rows: row r_ runs
   // from loopFirst in steps of loopStep (i64), the loop carrying `half`
   // (0, 1, 0, ...: a cluster's exchange half, the prefetch mbarrier's phase).
-  const bool loopRows = !asTail_ && (cfg_.loopsRows() || cfg_.prefetch);
-  std::string loopFirst, loopStep;
+  const bool loopRows = !asTail_ && (cfg_.loopsRows() || cfg_.prefetch || parts_ > 0);
+  std::string loopFirst, loopStep, loopEnd;
   std::string stageBase;
   const int T = cfg_.threadsPerRow;
   const int rowsPerBlock = cfg_.threads / T;
@@ -2218,6 +2233,14 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     splitParts_ = pre.assign("arith.divui " + grid + ", " + pre.integer(staticRowCount(), "i64") + " : i64");
     r_ = pre.assign("arith.divui " + bid + ", " + splitParts_ + " : i64");
     splitPart(pre.assign("arith.subi " + bid + ", " + pre.assign("arith.muli " + r_ + ", " + splitParts_ + " : i64") + " : i64"));
+  } else if (loopRows && parts_ > 0) {
+    // Column partials: block b loops over the rows of part b.
+    t_ = tid;
+    r_ = row.fresh();
+    row.setIndent(3);
+    loopFirst = pre.assign("arith.muli " + bid + ", " + pre.integer(partRows_, "i64") + " : i64");
+    loopEnd = pre.assign("arith.addi " + loopFirst + ", " + pre.integer(partRows_, "i64") + " : i64");
+    loopStep = pre.integer(1, "i64");
   } else if (loopRows) {
     t_ = tid;
     r_ = row.fresh();
@@ -2365,7 +2388,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     emitGathers();
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
     elemMemo_.clear();
-    if (!fullOutputs_.empty()) reholdNarrow(row, maxLevel_ + 1);
+    if (!fullOutputs_.empty() || !colOutputs_.empty()) reholdNarrow(row, maxLevel_ + 1);
     // In a loop over rows the shared loads still read from global memory
     // (weights past the resident ones) are issued two chunks ahead of the
     // stores that use them, so an L2 round trip overlaps the chunks before
@@ -2382,6 +2405,18 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
         for (int p = j == 0 ? 0 : j + ahead; p <= j + ahead; ++p) preload(p);
       storeFull(persistentCtx_, j, valid[j]);
     }
+    // Column partials: this row's values added to the thread's sums (the
+    // loop's carried values; a guarded slot's lanes past the row add what
+    // column 0 holds, never stored).
+    colChunks_ = chunks;
+    if (parts_ > 0)
+      for (size_t c = 0; c < colOperands_.size(); ++c)
+        for (int j = 0; j < chunks; ++j)
+          for (int l = 0; l < vector_; ++l) {
+            colCarried_.push_back(row.fresh());
+            colSums_.push_back(row.assign("arith.addf " + colCarried_.back() + ", " +
+                                          value(persistentCtx_, colOperands_[c], identityFrame(k_), j, l) + " : f32"));
+          }
   } else {
     if (staging) emitStaging(row, stageBase);
     // The gathers' columns load here, their values after the first loop
@@ -2446,18 +2481,32 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     MlirWriter loop = head.sibling();
     loop.setIndent(2);
     std::string zero = pre.integer(0, "i64");
-    loop.line(loop.fresh() + " = scf.for " + r_ + " = " + loopFirst + " to " + rowsValue + " step " + loopStep +
-              " iter_args(" + half + " = " + zero + ") -> (i64) : i64 {");
+    // Column partials: the sums ride along as more carried values.
+    std::string carried = half + " = " + zero, types = "i64", yieldTypes = "i64";
+    std::string zeroF;
+    if (!colSums_.empty()) zeroF = pre.assign("arith.constant 0.0 : f32");
+    for (size_t i = 0; i < colSums_.size(); ++i) {
+      carried += ", " + colCarried_[i] + " = " + zeroF;
+      types += ", f32";
+    }
+    yieldTypes = types;
+    const std::string result = loop.fresh();
+    loop.line(result + (colSums_.empty() ? "" : ":" + std::to_string(1 + colSums_.size())) + " = scf.for " + r_ +
+              " = " + loopFirst + " to " + (loopEnd.empty() ? rowsValue : loopEnd) + " step " + loopStep +
+              " iter_args(" + carried + ") -> (" + types + ") : i64 {");
     // A plain row loop (no cluster, no prefetch): the next row's block
     // trees write the shared memory this row's last reads (thread 0's
     // outputs) still read; a block barrier between them. (Prefetch has one
     // before each next row's copy; clusters, their exchange barriers.)
-    if (cfg_.plainRowLoop && !prefetching) row.line("gpu.barrier");
+    if ((cfg_.plainRowLoop || parts_ > 0) && !prefetching) row.line("gpu.barrier");
     std::string next = row.assign("arith.andi " + row.assign("arith.addi " + half + ", " + row.integer(1, "i64") + " : i64") +
                                   ", " + row.integer(3, "i64") + " : i64");
-    row.line("scf.yield " + next + " : i64");
+    std::string yielded = next;
+    for (const std::string& v : colSums_) yielded += ", " + v;
+    row.line("scf.yield " + yielded + " : " + yieldTypes);
     loop.append(row.text());
     loop.line("}");
+    if (!colSums_.empty()) storeColumnPartials(loop, result, bid);
     if (tail_) lastBlock(loop, params.outputs);
     std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, loop, entryMinBlocks());
     pre_ = row_ = nullptr;
@@ -2487,6 +2536,43 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
   std::string text = gpuFuncText(entry, params.signature, cfg_.threads, pre, row, entryMinBlocks());
   pre_ = row_ = nullptr;
   return text;
+}
+
+void RowEmitter::storeColumnPartials(MlirWriter& w, const std::string& result, const std::string& bid) {
+  const int64_t N = dom_[k_ - 1].size;
+  const int64_t per = static_cast<int64_t>(cfg_.threadsPerRow) * vector_;
+  std::string tv = w.assign("arith.muli " + tidRaw_ + ", " + w.integer(vector_, "i32") + " : i32");
+  size_t at = 0;
+  for (size_t c = 0; c < colOutputs_.size(); ++c) {
+    std::string base = w.assign("llvm.getelementptr inbounds " + outPtr_[colOutputs_[c]] + "[" +
+                                w.assign("arith.muli " + bid + ", " + w.integer(N, "i64") + " : i64") +
+                                "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
+    for (int j = 0; j < colChunks_; ++j) {
+      std::string col = j ? w.assign("arith.addi " + tv + ", " + w.integer(j * per, "i32") + " : i32") : tv;
+      const bool guarded = (j + 1) * per > N;
+      if (guarded) {
+        w.line("scf.if " + w.assign("arith.cmpi ult, " + col + ", " + w.integer(N, "i32") + " : i32") + " {");
+        w.indent();
+      }
+      std::string p = w.assign("llvm.getelementptr inbounds " + base + "[" + col + "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32");
+      std::vector<std::string> lanes;
+      for (int l = 0; l < vector_; ++l) lanes.push_back(result + "#" + std::to_string(1 + at++));
+      if (vector_ == 1) {
+        w.line("llvm.store " + lanes[0] + ", " + p + " {alignment = 4 : i64} : f32, !llvm.ptr<1>");
+      } else {
+        const std::string vt = "vector<" + std::to_string(vector_) + "xf32>";
+        std::string vec = w.assign("llvm.mlir.poison : " + vt);
+        for (int l = 0; l < vector_; ++l)
+          vec = w.assign("llvm.insertelement " + lanes[l] + ", " + vec + "[" + w.integer(l, "i32") + " : i32] : " + vt);
+        w.line("llvm.store " + vec + ", " + p + " {alignment = " + std::to_string(std::min(16, 4 * vector_)) +
+               " : i64} : " + vt + ", !llvm.ptr<1>");
+      }
+      if (guarded) {
+        w.dedent();
+        w.line("}");
+      }
+    }
+  }
 }
 
 std::string RowEmitter::countFinished(MlirWriter& w, const std::string& counter, const std::string& ty,
@@ -2574,6 +2660,17 @@ void RowEmitter::prepare() {
   Shape rows(dom_.begin(), dom_.end() - 1);
   for (size_t o = 0; o < g_.outputs().size(); ++o) {
     const Node& n = g_.node(g_.outputs()[o].node);
+    if (const int e = columnPartialOperand(g_, g_.outputs()[o].node); e >= 0) {
+      if (!(g_.node(e).shape == dom_) || k_ != 2 || g_.node(e).dtype != DType::F32)
+        throw Error("kiln: internal: a column partial over " + shapeToString(g_.node(e).shape) +
+                    " in a row kernel over " + shapeToString(dom_));
+      colOutputs_.push_back(static_cast<int>(o));
+      colOperands_.push_back(e);
+      parts_ = n.shape[0].size;
+      partRows_ = dom_[0].size / parts_;
+      collect(e, identityFrame(k_));
+      continue;
+    }
     if (n.shape == dom_ && !(n.shape == rows)) {
       fullOutputs_.push_back(static_cast<int>(o));
       collect(g_.outputs()[o].node, identityFrame(k_));
@@ -2599,6 +2696,38 @@ void RowEmitter::prepare() {
     cfg_.persistent = false;  // (the vectorized entry needs whole vectors per row: see run())
   } else {
     while (cfg_.vector > 1 && nd.size % cfg_.vector != 0) cfg_.vector /= 2;
+  }
+  if (!colOutputs_.empty()) {
+    // Column partials: held rows (the sums of a thread's columns stay in
+    // registers across its part's rows), one row at a time per block.
+    if (nd.isDynamic()) throw Error("kiln: internal: column partials over rows of a dynamic length");
+    cfg_.persistent = true;
+    cfg_.cluster = 1;
+    cfg_.split = 1;
+    cfg_.lanes = 1;
+    cfg_.stage = false;
+    cfg_.prefetch = 0;
+    cfg_.plainRowLoop = false;
+    cfg_.l2Prefetch = 0;
+    cfg_.oneStep = 0;
+    cfg_.maxBlocks = 0;
+    // One vector a thread per row where the row allows (fewest sums a
+    // thread), at most 512 threads; blocks for half the SM's threads (64
+    // registers a thread), so that a block's loads of its next row overlap
+    // another's trees and stores (layernorm's gradients took 100 registers,
+    // one 512-thread block per SM, without the cap; 64 spill nothing).
+    int t = 32;
+    while (t < 512 && int64_t{2} * t * std::max(1, cfg_.vector) <= nd.size) t *= 2;
+    cfg_.threadsPerRow = t;
+    // ... where a thread's values per row (the row's inputs and the sums,
+    // per slot and lane) stay within 32: 2 x 8192 bf16 values and one sum
+    // spilled 92 bytes at 64 registers; those take one block per SM.
+    int64_t rowInputs = 0;
+    for (int id : inputs_) rowInputs += g_.node(id).shape == dom_;
+    const int64_t perThread = (rowInputs + static_cast<int64_t>(colOutputs_.size())) *
+                              ((nd.size + int64_t{t} * std::max(1, cfg_.vector) - 1) / (int64_t{t} * std::max(1, cfg_.vector))) *
+                              std::max(1, cfg_.vector);
+    cfg_.minBlocks = perThread <= 32 ? std::max(1, kMaxThreadsPerSm / 2 / t) : 0;
   }
   if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
   if (cfg_.minBlocks * cfg_.threads > kMaxThreadsPerSm) cfg_.minBlocks = kMaxThreadsPerSm / cfg_.threads;
@@ -2738,7 +2867,9 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
                          .dtype = n.dtype,
                          .shape = n.shape,
                          .output = true,
-                         .alignment = full && hasVector ? std::min(16, V * dtypeSize(n.dtype)) : 0});
+                         .alignment = (full || std::count(colOutputs_.begin(), colOutputs_.end(), static_cast<int>(o))) && hasVector
+                                          ? std::min(16, V * dtypeSize(n.dtype))
+                                          : 0});
   }
   if (cfg_.split > 1) {
     // The blocks' states and the rows' counters, 8 bytes each: per row a
@@ -2815,6 +2946,12 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
   if (cfg_.stage || cfg_.prefetch) {
     k.launch.sharedBytes += 16 + static_cast<int>(stagedBytes_);
     out.ptxFeatures = "+ptx80";  // cp.async.bulk, mbarrier expect_tx (PTX ISA 8.0)
+  }
+  // Column partials: one block per part of the rows.
+  if (parts_ > 0) {
+    k.launch.iterShape = {Dim(parts_)};
+    k.launch.elementsPerBlock = 1;
+    k.launch.maxBlocks = 0;
   }
   // The blocks (clusters) loop over rows: as many as fit at once.
   if (cfg_.prefetch || cfg_.loopsRows()) {
