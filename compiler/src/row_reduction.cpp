@@ -2285,7 +2285,8 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
 
   const Dim& nd = dom_[k_ - 1];
   std::string rowsValue = poly(rowsPoly);
-  if (prefetching) emitPrefetchStart(pre, stageBase, loopFirst, rowsValue);
+  const std::string loopBound = loopEnd.empty() ? rowsValue : loopEnd;  // a part's rows end at its last
+  if (prefetching) emitPrefetchStart(pre, stageBase, loopFirst, loopBound);
   if (!resident_.empty() && loopRows && cfg_.persistent && vector > 1 && vector == cfg_.vector) {
     // Each thread copies its own columns of the row-invariant accesses
     // into shared memory once; a block barrier, since lanes past a partial
@@ -2383,7 +2384,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
         for (int j = 0; j < chunks; ++j) (void)loadElement(persistentCtx_, a, g_.node(a.node).dtype, j, 0);
     evictHint_.clear();
     if (prefetching)
-      emitPrefetchNext(row, row.assign("arith.addi " + r_ + ", " + loopStep + " : i64"), rowsValue);
+      emitPrefetchNext(row, row.assign("arith.addi " + r_ + ", " + loopStep + " : i64"), loopBound);
     if (loopRows) loadFlags_.clear();
     emitGathers();
     for (int level = 0; level <= maxLevel_; ++level) levelPersistent(level, chunks, valid);
@@ -2706,7 +2707,6 @@ void RowEmitter::prepare() {
     cfg_.split = 1;
     cfg_.lanes = 1;
     cfg_.stage = false;
-    cfg_.prefetch = 0;
     cfg_.plainRowLoop = false;
     cfg_.l2Prefetch = 0;
     cfg_.oneStep = 0;
@@ -2728,6 +2728,14 @@ void RowEmitter::prepare() {
                               ((nd.size + int64_t{t} * std::max(1, cfg_.vector) - 1) / (int64_t{t} * std::max(1, cfg_.vector))) *
                               std::max(1, cfg_.vector);
     cfg_.minBlocks = perThread <= 32 ? std::max(1, kMaxThreadsPerSm / 2 / t) : 0;
+    if (const char* x = std::getenv("KILN_COLPART")) {  // EXPERIMENT: "T,minBlocks,prefetch"
+      int tt = 0, mb = 0, pf = 1;
+      if (std::sscanf(x, "%d,%d,%d", &tt, &mb, &pf) >= 2) {
+        cfg_.threadsPerRow = tt;
+        cfg_.minBlocks = mb;
+        cfg_.prefetch = pf;
+      }
+    }
   }
   if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
   if (cfg_.minBlocks * cfg_.threads > kMaxThreadsPerSm) cfg_.minBlocks = kMaxThreadsPerSm / cfg_.threads;
@@ -4037,6 +4045,20 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                 "target is sm_" + std::to_string(sm));
   // Staging is a looped form with one row per block and a static row.
   if (c.stage && (c.persistent || c.cluster > 1 || c.threadsPerRow < 32 || d.back().isDynamic())) c.stage = false;
+  // Column partials (the planner's fuseColumnPartials): held rows, a part
+  // of the rows per block, on sm_90 with the next row copied into shared
+  // memory while the block works on this one (the loads of a block that
+  // loops over its rows would otherwise wait for its trees and stores:
+  // rmsnorm's gradients at 32768 x 4096 bf16 ran at 2.72 TB/s so, session
+  // 38 call 2).
+  bool partials = false;
+  for (const GraphOutput& o : g.outputs()) partials = partials || columnPartialOperand(g, o.node) >= 0;
+  if (partials) {
+    c.persistent = true;
+    c.cluster = 1;
+    c.stage = false;
+    c.prefetch = sm >= 90 ? 1 : 0;
+  }
   if (c.prefetch && sm < 90)
     throw Error("kiln: compile: row_reduction config \"prefetch\": 1 needs bulk copies (TMA, sm_90 or newer); the "
                 "target is sm_" + std::to_string(sm));
