@@ -2350,6 +2350,7 @@ TEST_CASE("norm gradients over static rows: dweight and dbias summed per part of
   REQUIRE(k0.launch.iterShape.size() == 1);
   CHECK(k0.launch.iterShape[0].size == 512);
   CHECK(k0.launch.elementsPerBlock == 1);
+  CHECK_FALSE(k0.launch.resident);  // every part launched, not the blocks that fit at once
   // The partials (f32 [512, cols] for each of dweight and dbias) and the
   // second kernel's own states: no value of the rows' size.
   int partials = 0;

@@ -2955,16 +2955,18 @@ RowKernel RowEmitter::run(const std::string& name, EntryVariants variants) {
     k.launch.sharedBytes += 16 + static_cast<int>(stagedBytes_);
     out.ptxFeatures = "+ptx80";  // cp.async.bulk, mbarrier expect_tx (PTX ISA 8.0)
   }
-  // Column partials: one block per part of the rows.
-  if (parts_ > 0) {
-    k.launch.iterShape = {Dim(parts_)};
-    k.launch.elementsPerBlock = 1;
-    k.launch.maxBlocks = 0;
-  }
   // The blocks (clusters) loop over rows: as many as fit at once.
   if (cfg_.prefetch || cfg_.loopsRows()) {
     k.launch.resident = true;
     k.launch.maxBlocks = cfg_.maxBlocks > 0 ? std::max<int64_t>(cfg_.maxBlocks / cfg_.cluster, 1) * cfg_.cluster : 0;
+  }
+  // Column partials: one block per part of the rows, every part (not the
+  // blocks that fit at once: a block loops over its own part's rows only).
+  if (parts_ > 0) {
+    k.launch.iterShape = {Dim(parts_)};
+    k.launch.elementsPerBlock = 1;
+    k.launch.maxBlocks = 0;
+    k.launch.resident = false;
   }
   if (cfg_.cluster > 1) {
     k.launch.sharedBytes += 2 * kExchangeEntries * 8 + 16;
