@@ -619,8 +619,7 @@ Graph fuseColumnPartials(const Graph& g) {
       return ng.addNode(std::move(c));
     const int64_t R = e.shape[0].size, D = e.shape[1].size;
     int64_t P = 0;
-    const int64_t maxParts = std::getenv("KILN_COLPART_PARTS") ? std::atoll(std::getenv("KILN_COLPART_PARTS")) : kPartialMaxParts;  // EXPERIMENT
-    for (int64_t q = std::min(maxParts, R / kPartialMinRows); q >= kPartialMinParts && !P; --q)
+    for (int64_t q = std::min(kPartialMaxParts, R / kPartialMinRows); q >= kPartialMinParts && !P; --q)
       if (R % q == 0) P = q;
     if (!P) return ng.addNode(std::move(c));
     const int eNg = ng.node(c.inputs[0]).inputs[0];

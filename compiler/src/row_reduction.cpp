@@ -2711,31 +2711,25 @@ void RowEmitter::prepare() {
     cfg_.l2Prefetch = 0;
     cfg_.oneStep = 0;
     cfg_.maxBlocks = 0;
-    // One vector a thread per row where the row allows (fewest sums a
-    // thread), at most 512 threads; blocks for half the SM's threads (64
-    // registers a thread), so that a block's loads of its next row overlap
-    // another's trees and stores (layernorm's gradients took 100 registers,
-    // one 512-thread block per SM, without the cap; 64 spill nothing).
+    // Two vectors a thread per row where the row allows, at most 512
+    // threads; two blocks per SM where a thread's values per row (the row's
+    // inputs and the sums, per slot and lane) fit in half its registers
+    // then, else one. Measured on the H200 (session 38 call 4, 32768 x 4096,
+    // every form with the next row prefetched, us): layernorm's gradients
+    // bf16 at 256 threads 249.8, at 512 (one vector, two blocks at 64
+    // registers) 362.5, 512 with one block 423.3; rmsnorm's bf16 237.1 /
+    // 240.6, f32 (512 threads, two vectors) 440.6 against 439.6 at 256;
+    // three blocks of 256 (85 registers) 264-277 (bf16); without the
+    // prefetch 297.4 (rmsnorm bf16 at 512).
     int t = 32;
-    while (t < 512 && int64_t{2} * t * std::max(1, cfg_.vector) <= nd.size) t *= 2;
+    while (t < 512 && int64_t{2} * t * std::max(1, cfg_.vector) < nd.size) t *= 2;
     cfg_.threadsPerRow = t;
-    // ... where a thread's values per row (the row's inputs and the sums,
-    // per slot and lane) stay within 32: 2 x 8192 bf16 values and one sum
-    // spilled 92 bytes at 64 registers; those take one block per SM.
     int64_t rowInputs = 0;
     for (int id : inputs_) rowInputs += g_.node(id).shape == dom_;
     const int64_t perThread = (rowInputs + static_cast<int64_t>(colOutputs_.size())) *
                               ((nd.size + int64_t{t} * std::max(1, cfg_.vector) - 1) / (int64_t{t} * std::max(1, cfg_.vector))) *
                               std::max(1, cfg_.vector);
-    cfg_.minBlocks = perThread <= 32 ? std::max(1, kMaxThreadsPerSm / 2 / t) : 0;
-    if (const char* x = std::getenv("KILN_COLPART")) {  // EXPERIMENT: "T,minBlocks,prefetch"
-      int tt = 0, mb = 0, pf = 1;
-      if (std::sscanf(x, "%d,%d,%d", &tt, &mb, &pf) >= 2) {
-        cfg_.threadsPerRow = tt;
-        cfg_.minBlocks = mb;
-        cfg_.prefetch = pf;
-      }
-    }
+    cfg_.minBlocks = perThread * t <= kRegistersPerSm / 4 ? 2 : 0;
   }
   if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
   if (cfg_.minBlocks * cfg_.threads > kMaxThreadsPerSm) cfg_.minBlocks = kMaxThreadsPerSm / cfg_.threads;
