@@ -589,34 +589,58 @@ constexpr int64_t kPartialMinParts = 16;
 constexpr int64_t kPartialMinRows = 4;
 
 Graph fuseColumnPartials(const Graph& g) {
-  std::set<std::string> rowDomains;
-  for (int id = 0; id < g.numNodes(); ++id) {
-    const Node& n = g.node(id);
-    if (isReduction(n.op) && innerForm(g, n) && g.node(n.inputs[0]).rank() == 2)
-      rowDomains.insert(shapeToString(g.node(n.inputs[0]).shape));
-  }
-  // Whether every reduction in e's cone is a row reduction over `shape`.
-  auto rowsOnly = [&](int e, const Shape& shape) {
+  // A row reduction: over the last axis of a value that is not a
+  // transposed view (a column sum's normalized form is one).
+  auto rowReduction = [&](const Node& n) {
+    return isReduction(n.op) && innerForm(g, n) && g.node(n.inputs[0]).op != Op::Permute;
+  };
+  // Per value e: whether every reduction in its cone is a row reduction
+  // over e's shape (0: no; 1: yes, and there is one; 2: yes, none at all).
+  auto rowsOnly = [&](int e) {
+    const Shape& shape = g.node(e).shape;
     std::set<int> seen;
+    bool any = false;
     std::function<bool(int)> walk = [&](int at) {
       if (!seen.insert(at).second) return true;
       const Node& n = g.node(at);
-      if (isReduction(n.op) && !(innerForm(g, n) && g.node(n.inputs[0]).shape == shape)) return false;
+      if (isReduction(n.op)) {
+        if (!(rowReduction(n) && g.node(n.inputs[0]).shape == shape)) return false;
+        any = true;
+      }
       for (int i : n.inputs)
         if (!walk(i)) return false;
       return true;
     };
-    return walk(e);
+    return walk(e) ? (any ? 1 : 2) : 0;
   };
-  return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
+  // The candidates: a column sum (normalized) of a static [R, D] value e of
+  // at most kPartialMaxCols columns whose reductions are all row reductions
+  // over e's shape -> e. Fused: those whose e needs a row statistic, and
+  // those of a reduction-free e beside one of them over the same shape (a
+  // norm's dbias beside its dweight).
+  auto candidate = [&](int id) -> int {
     const Node& n = g.node(id);
-    if (n.op != Op::Sum || n.dtype != DType::F32 || n.keepdim || n.axes != std::vector<int64_t>{1}) return ng.addNode(std::move(c));
+    if (n.op != Op::Sum || n.dtype != DType::F32 || n.keepdim || n.axes != std::vector<int64_t>{1}) return -1;
     const Node& p = g.node(n.inputs[0]);
-    if (p.op != Op::Permute || p.axes != std::vector<int64_t>{1, 0}) return ng.addNode(std::move(c));
+    if (p.op != Op::Permute || p.axes != std::vector<int64_t>{1, 0}) return -1;
     const Node& e = g.node(p.inputs[0]);
-    if (e.rank() != 2 || !e.shape[0].isStatic() || !e.shape[1].isStatic() || e.shape[1].size > kPartialMaxCols ||
-        !rowDomains.count(shapeToString(e.shape)) || !rowsOnly(p.inputs[0], e.shape))
+    if (e.rank() != 2 || !e.shape[0].isStatic() || !e.shape[1].isStatic() || e.shape[1].size > kPartialMaxCols) return -1;
+    return p.inputs[0];
+  };
+  std::set<std::string> withStatistics;
+  std::map<int, int> kind;  // candidate -> rowsOnly of its e
+  for (int id = 0; id < g.numNodes(); ++id) {
+    const int e = candidate(id);
+    if (e < 0) continue;
+    kind[id] = rowsOnly(e);
+    if (kind[id] == 1) withStatistics.insert(shapeToString(g.node(e).shape));
+  }
+  return rewriteNodes(g, [&](Graph& ng, int id, Node c) {
+    auto k = kind.find(id);
+    if (k == kind.end() || k->second == 0 ||
+        (k->second == 2 && !withStatistics.count(shapeToString(g.node(candidate(id)).shape))))
       return ng.addNode(std::move(c));
+    const Node& e = g.node(candidate(id));
     const int64_t R = e.shape[0].size, D = e.shape[1].size;
     int64_t P = 0;
     for (int64_t q = std::min(kPartialMaxParts, R / kPartialMinRows); q >= kPartialMinParts && !P; --q)

@@ -14,7 +14,7 @@ export LD_LIBRARY_PATH=$K/lib:${LD_LIBRARY_PATH:-}
 KILN_CACHE_DIR=$(mktemp -d) OUT=$R timeout 90 $K/bin/bench_backward > $R/bench-backward.log 2>&1; echo "bench rc=$?"; grep -h "TB/s\|check:\|passed" $R/bench-backward.log
 (cd $K/anchors && OUT=$R timeout 70 python3 anchors_backward.py) > $R/anchors-backward.log 2>&1; echo "anchors rc=$?"; grep -v Warning $R/anchors-backward.log | grep "us"
 echo "== bench done $SECONDS s"
-left=$((545 - SECONDS))
+left=$((515 - SECONDS))
 KILN_STAGES=tests KILN_TIMEOUT_TESTS=$left KILN_DEADLINE_S=$left bash scripts/gpu-run.sh "$R/t" > $R/tests.log 2>&1; echo "tests rc=$?"
 grep -h "test cases in\|passed\|FAILED\|timed out\|not run" $R/tests.log | head -30
 echo "== done $SECONDS s"
