@@ -1,12 +1,13 @@
 """Host cost of one kiln_torch call next to PyTorch eager and a bare ctypes call.
 
-python3 bench/probes/torch_call_overhead.py LIBRARY
+python3 bench/probes/torch_call_overhead.py LIBRARY [OTHER_KILN_TORCH.py]
 Times 3000 back-to-back calls on a 1x4096 bf16 rmsnorm (a ~2 us kernel, so
 the host is what limits them): host time per call, then the end-to-end
 time per call once the stream drained; median of 5 rounds. Also the 8192 x
 4096 rmsnorm by CUDA events over 100 calls (lesson 7's row). Runs
-python/kiln_torch.py and, when present, bench/probes/kiln_torch_before.py
-(the first version, session 37) side by side.
+python/kiln_torch.py and, when given, another version of it side by side
+(session 37 compared the first one:
+`git show e3120ce:python/kiln_torch.py > /tmp/kiln_torch_before.py`).
 """
 import ctypes
 import importlib.util
@@ -23,9 +24,8 @@ import kiln_torch  # noqa: E402
 
 LIB = sys.argv[1]
 mods = {"kiln_torch": kiln_torch}
-before = os.path.join(HERE, "kiln_torch_before.py")
-if os.path.exists(before):
-    spec = importlib.util.spec_from_file_location("kiln_torch_before", before)
+if len(sys.argv) > 2:
+    spec = importlib.util.spec_from_file_location("kiln_torch_before", sys.argv[2])
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     mods["kiln_torch (before)"] = m
