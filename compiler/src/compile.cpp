@@ -430,9 +430,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
       // A kernel with column partials (the planner's fuseColumnPartials)
       // holds its rows in a form of its own (the emitter sets it), which
       // these rebuilds for other forms must leave alone.
-      bool partials = false;
-      for (const GraphOutput& o : kp.graph.outputs()) partials = partials || columnPartialOperand(kp.graph, o.node) >= 0;
-      const bool heuristic = options.rowConfigOverride.empty() && !given && !partials;
+      const bool heuristic = options.rowConfigOverride.empty() && !given && !hasColumnPartials(kp.graph);
       if (heuristic && cfg.persistent && cfg.cluster == 16 && cfg.minBlocks == 2 && spills(k)) {
         // Measured on the H200 (2026-12-02, layernorm f32 1024x262144, the
         // only such row among the benchmarks, TB/s): 3.82 in session 29

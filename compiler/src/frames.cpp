@@ -140,5 +140,10 @@ int columnPartialOperand(const Graph& g, int id) {
   return r.inputs[0];
 }
 
-}  // namespace kiln::compiler
+bool hasColumnPartials(const Graph& g) {
+  for (const GraphOutput& o : g.outputs())
+    if (columnPartialOperand(g, o.node) >= 0) return true;
+  return false;
+}
 
+}  // namespace kiln::compiler

@@ -50,6 +50,8 @@ bool readsOwnRow(const Node& r, const Shape& operand, const Frame& frame, const 
 // [R, D] computes; that row kernel computes them, each block summing the
 // rows of one part. Returns e's id, or -1.
 int columnPartialOperand(const Graph& g, int id);
+// Whether an output of `g` is a column partial.
+bool hasColumnPartials(const Graph& g);
 
 struct Access {
   int node = -1;              // the Input node

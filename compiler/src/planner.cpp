@@ -696,6 +696,13 @@ class Planner {
   bool onlyReducedBy(int id, int kernel) const;
   bool misreads(int id, int kernel);
   bool cheaperToRecompute(int id);
+  // What a reduction's own kernel computes it from: its operand, or a
+  // column partial's summed value (read through the partial's reshape).
+  int reducedOperand(int id) const {
+    const int e = columnPartialOperand(g_, id);
+    return e >= 0 ? e : g_.node(id).inputs[0];
+  }
+  int newRowGroup(const Shape& domain, bool permuted);
   std::set<int> inputsOf(int id);
 
   const Graph& g_;
@@ -839,6 +846,15 @@ bool Planner::sharesInput(int id, const Shape& domain) {
   return false;
 }
 
+int Planner::newRowGroup(const Shape& domain, bool permuted) {
+  KernelInfo ki;
+  ki.kind = KernelPlan::Kind::RowReduction;
+  ki.domain = domain;
+  ki.permuted = permuted;
+  kernels_.push_back(std::move(ki));
+  return static_cast<int>(kernels_.size()) - 1;
+}
+
 int Planner::pointwiseKernel(const Shape& s, const std::string& stage) {
   std::string key = shapeToString(s) + "@" + stage;
   for (size_t k = 0; k < kernels_.size(); ++k)
@@ -923,8 +939,7 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   const KernelInfo& ki = kernels_[kernel];
   if (isReduction(n.op)) {
     if (groupOf_.at(id) == kernel) {
-      const int e = columnPartialOperand(g_, id);
-      cut(e >= 0 ? e : n.inputs[0], kernel, seen);  // a column partial reads e through its reshape
+      cut(reducedOperand(id), kernel, seen);
       return;
     }
   }
@@ -998,13 +1013,7 @@ Plan Planner::run() {
       for (int j = static_cast<int>(kernels_.size()) - 1; j >= 0 && k < 0; --j)
         if (kernels_[j].kind == KernelPlan::Kind::RowReduction && kernels_[j].domain == rowsOf && !kernels_[j].permuted)
           k = j;
-      if (k < 0) {
-        KernelInfo ki;
-        ki.kind = KernelPlan::Kind::RowReduction;
-        ki.domain = rowsOf;
-        kernels_.push_back(std::move(ki));
-        k = static_cast<int>(kernels_.size()) - 1;
-      }
+      if (k < 0) k = newRowGroup(rowsOf, false);
       groupOf_[id] = k;
       kernels_[k].notes.push_back("it sums " + std::string(opName(g_.node(e).op)) + " " + shapeToString(rowsOf) +
                                   " over each of " + dimToString(n.shape[0]) + " parts of " +
@@ -1025,12 +1034,7 @@ Plan Planner::run() {
       break;
     }
     if (chosen < 0) {
-      KernelInfo ki;
-      ki.kind = KernelPlan::Kind::RowReduction;
-      ki.domain = domain;
-      ki.permuted = g_.node(n.inputs[0]).op == Op::Permute;
-      kernels_.push_back(std::move(ki));
-      chosen = static_cast<int>(kernels_.size()) - 1;
+      chosen = newRowGroup(domain, g_.node(n.inputs[0]).op == Op::Permute);
       if (!needs.empty())
         kernels_[chosen].notes.push_back("its " + std::string(opName(n.op)) + " over rows of " +
                                          shapeToString(domain) + " needs the results of kernel {K" +
@@ -1061,10 +1065,7 @@ Plan Planner::run() {
     work_.pop_back();
     const Node& n = g_.node(root);
     // The root itself is computed here.
-    if (isReduction(n.op) && groupOf_.at(root) == k) {
-      const int e = columnPartialOperand(g_, root);
-      cut(e >= 0 ? e : n.inputs[0], k, seen);
-    }
+    if (isReduction(n.op) && groupOf_.at(root) == k) cut(reducedOperand(root), k, seen);
     else if (n.op == Op::Reshape && !unitReshape(n, g_.node(n.inputs[0])) && g_.node(n.inputs[0]).op != Op::Input) {
       seen.erase({root, k});
       cut(root, k, seen);

@@ -2483,17 +2483,16 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     loop.setIndent(2);
     std::string zero = pre.integer(0, "i64");
     // Column partials: the sums ride along as more carried values.
-    std::string carried = half + " = " + zero, types = "i64", yieldTypes = "i64";
+    std::string carried = half + " = " + zero, types = "i64";
     std::string zeroF;
     if (!colSums_.empty()) zeroF = pre.assign("arith.constant 0.0 : f32");
     for (size_t i = 0; i < colSums_.size(); ++i) {
       carried += ", " + colCarried_[i] + " = " + zeroF;
       types += ", f32";
     }
-    yieldTypes = types;
     const std::string result = loop.fresh();
     loop.line(result + (colSums_.empty() ? "" : ":" + std::to_string(1 + colSums_.size())) + " = scf.for " + r_ +
-              " = " + loopFirst + " to " + (loopEnd.empty() ? rowsValue : loopEnd) + " step " + loopStep +
+              " = " + loopFirst + " to " + loopBound + " step " + loopStep +
               " iter_args(" + carried + ") -> (" + types + ") : i64 {");
     // A plain row loop (no cluster, no prefetch): the next row's block
     // trees write the shared memory this row's last reads (thread 0's
@@ -2504,7 +2503,7 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
                                   ", " + row.integer(3, "i64") + " : i64");
     std::string yielded = next;
     for (const std::string& v : colSums_) yielded += ", " + v;
-    row.line("scf.yield " + yielded + " : " + yieldTypes);
+    row.line("scf.yield " + yielded + " : " + types);
     loop.append(row.text());
     loop.line("}");
     if (!colSums_.empty()) storeColumnPartials(loop, result, bid);
@@ -2697,39 +2696,6 @@ void RowEmitter::prepare() {
     cfg_.persistent = false;  // (the vectorized entry needs whole vectors per row: see run())
   } else {
     while (cfg_.vector > 1 && nd.size % cfg_.vector != 0) cfg_.vector /= 2;
-  }
-  if (!colOutputs_.empty()) {
-    // Column partials: held rows (the sums of a thread's columns stay in
-    // registers across its part's rows), one row at a time per block.
-    if (nd.isDynamic()) throw Error("kiln: internal: column partials over rows of a dynamic length");
-    cfg_.persistent = true;
-    cfg_.cluster = 1;
-    cfg_.split = 1;
-    cfg_.lanes = 1;
-    cfg_.stage = false;
-    cfg_.plainRowLoop = false;
-    cfg_.l2Prefetch = 0;
-    cfg_.oneStep = 0;
-    cfg_.maxBlocks = 0;
-    // Two vectors a thread per row where the row allows, at most 512
-    // threads; two blocks per SM where a thread's values per row (the row's
-    // inputs and the sums, per slot and lane) fit in half its registers
-    // then, else one. Measured on the H200 (session 38 call 4, 32768 x 4096,
-    // every form with the next row prefetched, us): layernorm's gradients
-    // bf16 at 256 threads 249.8, at 512 (one vector, two blocks at 64
-    // registers) 362.5, 512 with one block 423.3; rmsnorm's bf16 237.1 /
-    // 240.6, f32 (512 threads, two vectors) 440.6 against 439.6 at 256;
-    // three blocks of 256 (85 registers) 264-277 (bf16); without the
-    // prefetch 297.4 (rmsnorm bf16 at 512).
-    int t = 32;
-    while (t < 512 && int64_t{2} * t * std::max(1, cfg_.vector) < nd.size) t *= 2;
-    cfg_.threadsPerRow = t;
-    int64_t rowInputs = 0;
-    for (int id : inputs_) rowInputs += g_.node(id).shape == dom_;
-    const int64_t perThread = (rowInputs + static_cast<int64_t>(colOutputs_.size())) *
-                              ((nd.size + int64_t{t} * std::max(1, cfg_.vector) - 1) / (int64_t{t} * std::max(1, cfg_.vector))) *
-                              std::max(1, cfg_.vector);
-    cfg_.minBlocks = perThread * t <= kRegistersPerSm / 4 ? 2 : 0;
   }
   if (cfg_.threadsPerRow >= 32) cfg_.threads = cfg_.threadsPerRow;
   if (cfg_.minBlocks * cfg_.threads > kMaxThreadsPerSm) cfg_.minBlocks = kMaxThreadsPerSm / cfg_.threads;
@@ -4006,6 +3972,46 @@ void rowLengthBound(const Graph& g, const Dim& n, const std::string& what,
 
 }  // namespace
 
+// The form of a row kernel with column partials (the planner's
+// fuseColumnPartials), whatever the config asked: held rows, one row at a
+// time per block, every block looping over its own part of the rows (the
+// sums of a thread's columns stay in registers across them), on sm_90 with
+// the next row copied into shared memory while the block works on this one.
+// Two vectors a thread per row where the row allows, at most 512 threads;
+// two blocks per SM where a thread's values per row (the row's inputs and
+// the sums, per slot and lane) fit in half its registers then, else one.
+// Measured on the H200 (session 38, 32768 x 4096, us): without the
+// prefetch, rmsnorm's gradients in bf16 at 512 threads 297.4 (call 4; 2.72
+// TB/s in call 2), with it 240.6; layernorm's bf16 at 256 threads 249.8, at
+// 512 (one vector, two blocks at 64 registers) 362.5, 512 with one block
+// 423.3; rmsnorm's bf16 at 256 237.1, f32 (512 threads, two vectors) 440.6
+// against 439.6 at 256; three blocks of 256 (85 registers) 264-277 (bf16).
+static void columnPartialForm(const Graph& g, const Shape& d, int sm, RowConfig& c) {
+  if (d.back().isDynamic()) throw Error("kiln: internal: column partials over rows of a dynamic length");
+  const int64_t n = d.back().size;
+  c.persistent = true;
+  c.cluster = 1;
+  c.split = 1;
+  c.lanes = 1;
+  c.stage = false;
+  c.plainRowLoop = false;
+  c.l2Prefetch = 0;
+  c.oneStep = 0;
+  c.maxBlocks = 0;
+  c.prefetch = sm >= 90 ? 1 : 0;
+  if (c.prefetch) c.evict = 0;  // bulk copies carry no L2 hints
+  c.vector = std::max(1, c.vector);
+  while (c.vector > 1 && n % c.vector != 0) c.vector /= 2;
+  int t = 32;
+  while (t < 512 && int64_t{2} * t * c.vector < n) t *= 2;
+  c.threadsPerRow = c.threads = t;
+  int64_t values = 0;  // per slot and lane: the row's inputs and the sums
+  for (int id : g.params()) values += g.node(id).op == Op::Input && g.node(id).shape == d;
+  for (const GraphOutput& o : g.outputs()) values += columnPartialOperand(g, o.node) >= 0;
+  const int64_t perThread = values * ((n + int64_t{t} * c.vector - 1) / (int64_t{t} * c.vector)) * c.vector;
+  c.minBlocks = perThread * t <= kRegistersPerSm / 4 ? 2 : 0;
+}
+
 RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name, EntryVariants variants,
                            int sm, const Graph* tail, const std::string& tailCounter) {
   RowConfig c = config;
@@ -4041,20 +4047,6 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
                 "target is sm_" + std::to_string(sm));
   // Staging is a looped form with one row per block and a static row.
   if (c.stage && (c.persistent || c.cluster > 1 || c.threadsPerRow < 32 || d.back().isDynamic())) c.stage = false;
-  // Column partials (the planner's fuseColumnPartials): held rows, a part
-  // of the rows per block, on sm_90 with the next row copied into shared
-  // memory while the block works on this one (the loads of a block that
-  // loops over its rows would otherwise wait for its trees and stores:
-  // rmsnorm's gradients at 32768 x 4096 bf16 ran at 2.72 TB/s so, session
-  // 38 call 2).
-  bool partials = false;
-  for (const GraphOutput& o : g.outputs()) partials = partials || columnPartialOperand(g, o.node) >= 0;
-  if (partials) {
-    c.persistent = true;
-    c.cluster = 1;
-    c.stage = false;
-    c.prefetch = sm >= 90 ? 1 : 0;
-  }
   if (c.prefetch && sm < 90)
     throw Error("kiln: compile: row_reduction config \"prefetch\": 1 needs bulk copies (TMA, sm_90 or newer); the "
                 "target is sm_" + std::to_string(sm));
@@ -4127,6 +4119,7 @@ RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::s
   std::vector<LaunchGeometry::DimBound> bounds;
   rowLengthBound(g, d.back(), "values in a row", bounds);
   if (tail) rowLengthBound(*tail, domainOf(*tail).back(), "rows (its grid tail reduces one value per row)", bounds);
+  if (hasColumnPartials(g)) columnPartialForm(g, d, sm, c);
   RowEmitter e(g, c);
   if (tail) e.setTail(tail, tailCounter);
   RowKernel rk = e.run(name, variants);

@@ -122,27 +122,41 @@ Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps, Loc loc) {
   return backTo(y, x.dtype(), loc);
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction, Loc loc) {
-  requireFloat("cross_entropy", "logits", logits, loc);
-  if (!targets.valid()) fail("cross_entropy", "targets is an empty Tensor handle", loc);
+namespace {
+
+// cross_entropy's and its gradient's checks of logits [..., C] and targets [...].
+void requireLogitsAndTargets(std::string_view op, const Tensor& logits, const Tensor& targets, const Loc& loc) {
+  requireFloat(op, "logits", logits, loc);
+  if (!targets.valid()) fail(op, "targets is an empty Tensor handle", loc);
   if (!isInteger(targets.dtype()))
-    fail("cross_entropy", "targets is " + typeToString(targets.dtype(), targets.shape()) +
-                              "; expected i32 or i64 class indices", loc);
-  const Shape ls = logits.shape();
+    fail(op, "targets is " + typeToString(targets.dtype(), targets.shape()) + "; expected i32 or i64 class indices",
+         loc);
+  const Shape& ls = logits.shape();
   if (logits.rank() < 1 || targets.rank() != logits.rank() - 1 ||
       !std::equal(targets.shape().begin(), targets.shape().end(), ls.begin()))
-    fail("cross_entropy", "logits is " + typeToString(logits.dtype(), ls) + " and targets is " +
-                              typeToString(targets.dtype(), targets.shape()) +
-                              "; expected logits [..., C] and targets [...] with the same leading dims", loc);
-  Tensor v = backTo(logits, DType::F32, loc);
-  Tensor m = max(v, -1, true, loc);
-  Tensor lse = add(log(sum(exp(sub(v, m, loc), loc), -1, true, loc), loc), m, loc);
+    fail(op, "logits is " + typeToString(logits.dtype(), ls) + " and targets is " +
+                 typeToString(targets.dtype(), targets.shape()) +
+                 "; expected logits [..., C] and targets [...] with the same leading dims", loc);
+}
+
+// True at each row's target class: iota over the classes == the target (a
+// target outside [0, C) matches nothing).
+Tensor targetMask(const Tensor& logits, const Tensor& targets, const Loc& loc) {
   Shape keep = targets.shape();
   keep.push_back(Dim(int64_t{1}));
   Tensor t = reshape(targets, keep, loc);
   Graph g = logits.graph();
-  Tensor classes = iota(g, ls, -1, targets.dtype(), loc);
-  Tensor picked = where(eq(classes, t, loc), v, 0.0, loc);
+  return eq(iota(g, logits.shape(), -1, targets.dtype(), loc), t, loc);
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction, Loc loc) {
+  requireLogitsAndTargets("cross_entropy", logits, targets, loc);
+  Tensor v = backTo(logits, DType::F32, loc);
+  Tensor m = max(v, -1, true, loc);
+  Tensor lse = add(log(sum(exp(sub(v, m, loc), loc), -1, true, loc), loc), m, loc);
+  Tensor picked = where(targetMask(logits, targets, loc), v, 0.0, loc);
   Tensor loss = sub(lse, sum(picked, -1, true, loc), loc);   // [..., 1]
   loss = reshape(loss, targets.shape(), loc);
   if (reduction == Reduction::Mean) return mean(loss, {}, false, loc);
@@ -228,17 +242,7 @@ NormGrads rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weig
 
 Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& logits, const Tensor& targets, Reduction reduction,
                               Loc loc) {
-  requireFloat("cross_entropy_backward", "logits", logits, loc);
-  if (!targets.valid()) fail("cross_entropy_backward", "targets is an empty Tensor handle", loc);
-  if (!isInteger(targets.dtype()))
-    fail("cross_entropy_backward", "targets is " + typeToString(targets.dtype(), targets.shape()) +
-                                       "; expected i32 or i64 class indices", loc);
-  const Shape ls = logits.shape();
-  if (logits.rank() < 1 || targets.rank() != logits.rank() - 1 ||
-      !std::equal(targets.shape().begin(), targets.shape().end(), ls.begin()))
-    fail("cross_entropy_backward", "logits is " + typeToString(logits.dtype(), ls) + " and targets is " +
-                                       typeToString(targets.dtype(), targets.shape()) +
-                                       "; expected logits [..., C] and targets [...] with the same leading dims", loc);
+  requireLogitsAndTargets("cross_entropy_backward", logits, targets, loc);
   requireFloat("cross_entropy_backward", "dloss", dloss, loc);
   const bool mean = reduction == Reduction::Mean;
   if (mean ? dloss.rank() != 0 : dloss.shape() != targets.shape())
@@ -246,15 +250,8 @@ Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& logits, const T
                                        (mean ? std::string("a 0-dim value (the mean's gradient)")
                                              : typeToString(dloss.dtype(), targets.shape()) + " (one value a row)"),
          loc);
-  Tensor v = backTo(logits, DType::F32, loc);
-  Tensor m = max(v, -1, true, loc);
-  Tensor e = exp(sub(v, m, loc), loc);
-  Tensor p = div(e, sum(e, -1, true, loc), loc);
-  Shape keep = targets.shape();
-  keep.push_back(Dim(int64_t{1}));
-  Graph g = logits.graph();
-  Tensor classes = iota(g, ls, -1, targets.dtype(), loc);
-  Tensor onehot = where(eq(classes, reshape(targets, keep, loc), loc), 1.0, 0.0, loc);
+  Tensor p = softmax(backTo(logits, DType::F32, loc), -1, loc);
+  Tensor onehot = where(targetMask(logits, targets, loc), 1.0, 0.0, loc);
   Tensor scale = backTo(dloss, DType::F32, loc);
   if (mean) {
     // Divided by the number of rows: a constant for static leading dims;
@@ -272,6 +269,8 @@ Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& logits, const T
       scale = div(scale, sum(backTo(ones, DType::F32, loc), {}, false, loc), loc);
     }
   } else {
+    Shape keep = targets.shape();
+    keep.push_back(Dim(int64_t{1}));
     scale = reshape(scale, keep, loc);
   }
   return backTo(mul(sub(p, onehot, loc), scale, loc), logits.dtype(), loc);
