@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -2376,6 +2377,9 @@ std::string RowEmitter::emitEntry(const std::string& entry, int vector) {
     // them: layernorm bf16 at min_blocks 2 spilled 16 bytes).
     if (cfg_.l2Prefetch > 0 && !asTail_ && !loopRows && cfg_.cluster == 1 && rowsPerBlock == 1)
       emitL2Prefetch(row, rowsValue);
+    // A part's row loop (column partials) with the next row prefetched: the
+    // L2 fetches the part's row r + l2_prefetch too.
+    if (cfg_.l2Prefetch > 0 && prefetching && parts_ > 0) emitL2Prefetch(row, loopBound);
     // evict: a held row is read once, with evict_first (the row-shaped
     // 16-byte loads only).
     if (cfg_.evict && !asTail_) evictHint_ = "evict_first";
@@ -4010,6 +4014,24 @@ static void columnPartialForm(const Graph& g, const Shape& d, int sm, RowConfig&
   for (const GraphOutput& o : g.outputs()) values += columnPartialOperand(g, o.node) >= 0;
   const int64_t perThread = values * ((n + int64_t{t} * c.vector - 1) / (int64_t{t} * c.vector)) * c.vector;
   c.minBlocks = perThread * t <= kRegistersPerSm / 4 ? 2 : 0;
+  // EXPERIMENT (session 39, taken back after): KILN_EXP_COLPART="t=256,mb=2,l2=2,pf=1"
+  if (const char* env = std::getenv("KILN_EXP_COLPART")) {
+    std::string s = env;
+    size_t at = 0;
+    while (at < s.size()) {
+      size_t comma = s.find(',', at);
+      std::string kv = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      at = comma == std::string::npos ? s.size() : comma + 1;
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos) continue;
+      std::string k = kv.substr(0, eq);
+      int v = std::stoi(kv.substr(eq + 1));
+      if (k == "t") c.threadsPerRow = c.threads = v;
+      else if (k == "mb") c.minBlocks = v;
+      else if (k == "l2") c.l2Prefetch = v;
+      else if (k == "pf") c.prefetch = v;
+    }
+  }
 }
 
 RowKernel emitRowReduction(const Graph& g, const RowConfig& config, const std::string& name, EntryVariants variants,
