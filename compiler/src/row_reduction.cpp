@@ -3990,6 +3990,18 @@ void rowLengthBound(const Graph& g, const Dim& n, const std::string& what,
 // 512 (one vector, two blocks at 64 registers) 362.5, 512 with one block
 // 423.3; rmsnorm's bf16 at 256 237.1, f32 (512 threads, two vectors) 440.6
 // against 439.6 at 256; three blocks of 256 (85 registers) 264-277 (bf16).
+// A column-partial block's row loop has the L2 fetch rows ahead of the
+// next row's copy (l2_prefetch in the part's row loop): about this many
+// bytes of row-shaped inputs per SM, shared by its blocks. Measured on the
+// H200 (session 39 call 1, 32768 x 4096, two blocks per SM, rows ahead:
+// us), rmsnorm's gradients in bf16 (16 KB of dy and x a row): none 240.4,
+// 1 232.4, 2 217.0, 4 250.1; layernorm's bf16: 252.2, 246.1, 239.2, 261.5;
+// rmsnorm's f32 (32 KB a row): 444.3, 414.5, 444.7, 586.3. Without it a
+// block waits for each row's copy (ncu, f32: 67% of a warp's stalls on the
+// scoreboard); too far ahead, the L2 drops rows before their copy (f32 at
+// 2 rows read 8% more from DRAM).
+constexpr int64_t kColumnPartialAheadBytes = 64 * 1024;
+
 static void columnPartialForm(const Graph& g, const Shape& d, int sm, RowConfig& c) {
   if (d.back().isDynamic()) throw Error("kiln: internal: column partials over rows of a dynamic length");
   const int64_t n = d.back().size;
@@ -4014,6 +4026,13 @@ static void columnPartialForm(const Graph& g, const Shape& d, int sm, RowConfig&
   for (const GraphOutput& o : g.outputs()) values += columnPartialOperand(g, o.node) >= 0;
   const int64_t perThread = values * ((n + int64_t{t} * c.vector - 1) / (int64_t{t} * c.vector)) * c.vector;
   c.minBlocks = perThread * t <= kRegistersPerSm / 4 ? 2 : 0;
+  // The L2 fetches the part's rows ahead of the copy (l2_prefetch), about
+  // kColumnPartialAheadBytes of row-shaped inputs per SM, whole rows, at
+  // least one.
+  if (c.prefetch) {
+    const int64_t rowBytes = n * rowInputsOf(g, d).bytes;
+    c.l2Prefetch = std::max<int64_t>(1, kColumnPartialAheadBytes / std::max(1, c.minBlocks) / rowBytes);
+  }
   // EXPERIMENT (session 39, taken back after): KILN_EXP_COLPART="t=256,mb=2,l2=2,pf=1"
   if (const char* env = std::getenv("KILN_EXP_COLPART")) {
     std::string s = env;
