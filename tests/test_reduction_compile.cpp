@@ -2351,6 +2351,19 @@ TEST_CASE("norm gradients over static rows: dweight and dbias summed per part of
   CHECK(k0.launch.iterShape[0].size == 512);
   CHECK(k0.launch.elementsPerBlock == 1);
   CHECK_FALSE(k0.launch.resident);  // every part launched, not the blocks that fit at once
+  if (cols % 8 == 0) {
+    // The next row copied into shared memory, and the L2 fetching the
+    // part's rows further ahead: about 64 KB of dy and x per SM, shared by
+    // its blocks (bf16 rows of 4096: two blocks, 2 rows; f32: 1).
+    CHECK_THAT(k0.config, Contains("\"prefetch\": 1"));
+    const int64_t rowBytes = 2 * cols * dtypeSize(t);
+    const int blocks = k0.config.find("\"min_blocks\": 2") != std::string::npos ? 2 : 1;
+    const int64_t ahead = std::max<int64_t>(1, 65536 / blocks / rowBytes);
+    CHECK_THAT(k0.config, Contains("\"l2_prefetch\": " + std::to_string(ahead)));
+    CHECK_THAT(k0.ptx, Contains("prefetch.global.L2::evict_last"));
+    if (t == DType::BF16 && cols == 4096) CHECK(ahead == 2);
+    if (t == DType::F32 && cols == 4096) CHECK(ahead == 1);
+  }
   // The partials (f32 [512, cols] for each of dweight and dbias) and the
   // second kernel's own states: no value of the rows' size.
   int partials = 0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -3976,6 +3975,21 @@ void rowLengthBound(const Graph& g, const Dim& n, const std::string& what,
 
 }  // namespace
 
+// A column-partial block's row loop has the L2 fetch rows ahead of the
+// next row's copy (l2_prefetch in the part's row loop): about this many
+// bytes of row-shaped inputs per SM, shared by its blocks. Measured on the
+// H200 (session 39 call 1, 32768 x 4096, two blocks per SM, rows ahead:
+// us), rmsnorm's gradients in bf16 (16 KB of dy and x a row): none 240.4,
+// 1 232.4, 2 217.0, 4 250.1; layernorm's bf16: 252.2, 246.1, 239.2, 261.5;
+// rmsnorm's f32 (32 KB a row): 444.3, 414.5, 444.7, 586.3. Without it a
+// block waits for each row's copy (ncu, f32: 67% of a warp's stalls on the
+// scoreboard); too far ahead, the L2 drops rows before their copy (f32 at
+// 2 rows read 8% more from DRAM). Call 2, two rounds: 2 rows (bf16) and 1
+// (f32), this rule: 216.9 / 216.4, 238.8 / 238.5, 414.7 / 414.4; 3 rows
+// 230.0, 245.2, 524.2; 128 threads at three blocks per SM 260.6, 345.7,
+// 481.5.
+constexpr int64_t kColumnPartialAheadBytes = 64 * 1024;
+
 // The form of a row kernel with column partials (the planner's
 // fuseColumnPartials), whatever the config asked: held rows, one row at a
 // time per block, every block looping over its own part of the rows (the
@@ -3990,18 +4004,6 @@ void rowLengthBound(const Graph& g, const Dim& n, const std::string& what,
 // 512 (one vector, two blocks at 64 registers) 362.5, 512 with one block
 // 423.3; rmsnorm's bf16 at 256 237.1, f32 (512 threads, two vectors) 440.6
 // against 439.6 at 256; three blocks of 256 (85 registers) 264-277 (bf16).
-// A column-partial block's row loop has the L2 fetch rows ahead of the
-// next row's copy (l2_prefetch in the part's row loop): about this many
-// bytes of row-shaped inputs per SM, shared by its blocks. Measured on the
-// H200 (session 39 call 1, 32768 x 4096, two blocks per SM, rows ahead:
-// us), rmsnorm's gradients in bf16 (16 KB of dy and x a row): none 240.4,
-// 1 232.4, 2 217.0, 4 250.1; layernorm's bf16: 252.2, 246.1, 239.2, 261.5;
-// rmsnorm's f32 (32 KB a row): 444.3, 414.5, 444.7, 586.3. Without it a
-// block waits for each row's copy (ncu, f32: 67% of a warp's stalls on the
-// scoreboard); too far ahead, the L2 drops rows before their copy (f32 at
-// 2 rows read 8% more from DRAM).
-constexpr int64_t kColumnPartialAheadBytes = 64 * 1024;
-
 static void columnPartialForm(const Graph& g, const Shape& d, int sm, RowConfig& c) {
   if (d.back().isDynamic()) throw Error("kiln: internal: column partials over rows of a dynamic length");
   const int64_t n = d.back().size;
@@ -4032,24 +4034,6 @@ static void columnPartialForm(const Graph& g, const Shape& d, int sm, RowConfig&
   if (c.prefetch) {
     const int64_t rowBytes = n * rowInputsOf(g, d).bytes;
     c.l2Prefetch = std::max<int64_t>(1, kColumnPartialAheadBytes / std::max(1, c.minBlocks) / rowBytes);
-  }
-  // EXPERIMENT (session 39, taken back after): KILN_EXP_COLPART="t=256,mb=2,l2=2,pf=1"
-  if (const char* env = std::getenv("KILN_EXP_COLPART")) {
-    std::string s = env;
-    size_t at = 0;
-    while (at < s.size()) {
-      size_t comma = s.find(',', at);
-      std::string kv = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-      at = comma == std::string::npos ? s.size() : comma + 1;
-      size_t eq = kv.find('=');
-      if (eq == std::string::npos) continue;
-      std::string k = kv.substr(0, eq);
-      int v = std::stoi(kv.substr(eq + 1));
-      if (k == "t") c.threadsPerRow = c.threads = v;
-      else if (k == "mb") c.minBlocks = v;
-      else if (k == "l2") c.l2Prefetch = v;
-      else if (k == "pf") c.prefetch = v;
-    }
   }
 }
 
