@@ -18,6 +18,8 @@ echo
 echo
 "${KILN_BUILD_DIR:-build}"/examples/lesson_06_cuda_graphs
 echo
+"${KILN_BUILD_DIR:-build}"/examples/lesson_08_training_step
+echo
 # Lesson 7 calls kiln from PyTorch: it needs torch (and a GPU) in python3.
 if python3 -c "import torch" 2>/dev/null; then
   python3 examples/lesson_07_pytorch.py "${KILN_BUILD_DIR:-build}"/examples/libkiln_lesson07.so

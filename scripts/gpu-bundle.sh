@@ -20,7 +20,8 @@ mkdir -p "$STAGE/kiln/bin" "$STAGE/kiln/lib" "$STAGE/kiln/anchors" "$STAGE/kiln/
 for exe in tests/kiln_tests runtime/tests/kiln_runtime_tests facade/tests/kiln_facade_tests facade/tests/kiln_facade_workspace_tests tests/aot/kiln_aot_tests tests/interop/kiln_interop_tests compiler/kiln_compiler_tests \
            bench/bench_pointwise bench/bench_reduction bench/bench_backward bench/bench_matmul bench/bench_compile bench/bench_warm_start tools/kiln tools/kiln-tune \
            examples/lesson_00_graphs examples/lesson_01_bias_gelu examples/lesson_02_row_reductions \
-           examples/lesson_03_tuning examples/lesson_04_linear examples/lesson_05_aot examples/lesson_06_cuda_graphs; do
+           examples/lesson_03_tuning examples/lesson_04_linear examples/lesson_05_aot examples/lesson_06_cuda_graphs \
+           examples/lesson_08_training_step; do
   if [ -f "$BUILD/$exe" ]; then cp "$BUILD/$exe" "$STAGE/kiln/bin/"; fi
 done
 cp "$BUILD"/compiler/libkiln_compiler.so* "$STAGE/kiln/lib/"

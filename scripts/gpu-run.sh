@@ -186,6 +186,9 @@ if [[ " $STAGES " == *" tests "* ]]; then
   if [ -x "$K/bin/lesson_06_cuda_graphs" ]; then
     bounded "$K/bin/lesson_06_cuda_graphs" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
+  if [ -x "$K/bin/lesson_08_training_step" ]; then
+    bounded "$K/bin/lesson_08_training_step" 2>&1 | tee -a "$LOG"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
   # kiln from PyTorch: python/kiln_torch.py on lesson 7's library (the
   # tests, then the lesson).
   if [ -f "$K/lib/libkiln_lesson07.so" ]; then
