@@ -134,6 +134,10 @@ std::vector<Case> allCases() {
   cs.push_back({Kind::SumAll, 32768, 4096, DType::BF16});
   cs.push_back({Kind::SumCols, 32768, 4096, DType::F32});
   cs.push_back({Kind::SumCols, 32768, 4096, DType::BF16});
+  // Short column sums (few threads at parts of 256 values): the norm
+  // gradients' partials ([512, 4096] f32) and two more.
+  for (auto [r, n] : {std::pair<int64_t, int64_t>{512, 4096}, {1024, 1024}, {8192, 1024}})
+    cs.push_back({Kind::SumCols, r, n, DType::F32});
   for (DType t : {DType::F32, DType::BF16}) cs.push_back({Kind::SumAll, 32768, 4096, t, false, false, true});
   for (DType t : {DType::F32, DType::BF16})
     for (Kind k : {Kind::Softmax, Kind::RmsNorm}) cs.push_back({k, 32768, 4096, t, false, false, true});

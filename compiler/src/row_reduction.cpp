@@ -3305,8 +3305,14 @@ RowConfig baseRowHeuristic(const Graph& g, const CompileOptions& options, bool g
     // most with rows x S at most 262144 threads and parts of at least 256
     // values, as the planner's two kernels of parts had (session 18).
     int64_t S = 1;
-    if (!gridTail && staticRows > 0 && staticRows < 65536)
+    if (!gridTail && staticRows > 0 && staticRows < 65536) {
       while (staticRows * S * 2 <= 262144 && N / (S * 2) >= 256) S *= 2;
+      // A short reduction (the column-partial sums: 512 parts of 4096
+      // columns) leaves too few threads that way (8192: 512 KB of loads in
+      // flight, latency-bound): split further, to about 512 threads per SM,
+      // parts of at least 32 values (two steps of unroll 16).
+      while (staticRows * S * 2 <= 512 * static_cast<int64_t>(options.smCount) && N / (S * 2) >= 32) S *= 2;
+    }
     c.split = static_cast<int>(S);
     // Left alone, nvJitLink gives the split kernel about 254 registers (its
     // part loop's loads and the merge's, hoisted: two blocks per SM); six
