@@ -1668,6 +1668,33 @@ TEST_CASE("softmax and log_softmax of one x share their statistics", "[compile][
 // block merges from the kernel's own workspace: one kernel (before session
 // 30 the planner split the axis into parts and a second kernel reduced
 // them).
+// A short column reduction (few rows x parts of 256 values: too few
+// threads) splits further, to about 512 threads per SM, into equal parts of
+// whole steps of 16 and at least 32 values; other lengths keep the split of
+// parts of 256 (or none).
+TEST_CASE("short column reductions split further into equal parts", "[compile][reduction]") {
+  compiler::CompileOptions o;
+  struct Case {
+    int64_t n, cols;
+    int split;  // 1: none
+  };
+  for (const Case& c : {Case{512, 4096, 16}, Case{1024, 1024, 32}, Case{8192, 1024, 64}, Case{32768, 4096, 64},
+                        Case{1000, 7, 2}, Case{132, 3, 1}, Case{130, 5, 1}}) {
+    INFO(c.n << " x " << c.cols);
+    Graph g;
+    g.output("y", sum(g.input("x", DType::F32, {c.n, c.cols}), {0}));
+    const auto ks = compiler::compileGraph(g, o).kernels;
+    REQUIRE(ks.size() == 1);
+    INFO(ks[0].config);
+    if (c.split > 1) {
+      CHECK_THAT(ks[0].config, Contains("\"split\": " + std::to_string(c.split) + "}"));
+    } else {
+      CHECK_THAT(ks[0].config, !Contains("\"split\""));
+    }
+    for (const auto& r : ks[0].resources) CHECK(r.spillStoreBytes + r.spillLoadBytes == 0);
+  }
+}
+
 TEST_CASE("column reductions: one thread per strided row, the rows split across blocks when outputs are few",
           "[compile][reduction]") {
   compiler::CompileOptions o;
