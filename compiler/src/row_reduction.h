@@ -120,6 +120,9 @@ struct RowConfig {
   // already on the way: loads in flight beyond what the registers of one
   // or two held rows per SM allow. 0: none. The heuristic's distance is
   // about 6 MB of rows (farther, the L2 drops them before they are read).
+  // Also in a column-partial kernel's part loop (the next row prefetched):
+  // the part's row this many rows ahead, about 64 KB of rows per SM
+  // (columnPartialForm sets it).
   int64_t l2Prefetch = 0;
   std::string json() const;  // "cluster" appears only when C > 1, "stage", "prefetch", "evict", "welford" and "min_blocks" only when set, "resident" only when 0, "lanes" only when > 1, "max_blocks" only when > 0, "split" only when > 1, "one_step" only when > 0, "l2_prefetch" only when > 0
 };
