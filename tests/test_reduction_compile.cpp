@@ -2302,6 +2302,18 @@ TEST_CASE("cross_entropy_backward compiles to one row kernel over a dynamic row 
   }
 }
 
+// rmsnorm's (or layernorm's) gradients over [rows, cols]: dx, dw (and db).
+static Graph normGradients(DType t, bool rms, const Dim& rows, int64_t cols) {
+  Graph g;
+  Tensor dy = g.input("dy", t, {rows, cols}), x = g.input("x", t, {rows, cols});
+  Tensor w = g.input("w", t, {cols});
+  NormGrads r = rms ? rmsnorm_backward(dy, x, w) : layernorm_backward(dy, x, w, g.input("b", t, {cols}));
+  g.output("dx", r.dx);
+  g.output("dw", r.dweight);
+  if (!rms) g.output("db", r.dbias);
+  return g;
+}
+
 TEST_CASE("norm gradients compile to dx in a row kernel and dweight and dbias over the rows in one more with only the rows' "
           "statistics stored between them",
           "[reduction][grad]") {
@@ -2309,13 +2321,7 @@ TEST_CASE("norm gradients compile to dx in a row kernel and dweight and dbias ov
   const bool rms = GENERATE(false, true);
   const int64_t cols = GENERATE(int64_t{4096}, int64_t{16384}, int64_t{32768});
   INFO((rms ? "rmsnorm" : "layernorm") << " " << dtypeName(t) << " x " << cols);
-  Graph g;
-  Tensor dy = g.input("dy", t, {"N", cols}), x = g.input("x", t, {"N", cols});
-  Tensor w = g.input("w", t, {cols});
-  NormGrads r = rms ? rmsnorm_backward(dy, x, w) : layernorm_backward(dy, x, w, g.input("b", t, {cols}));
-  g.output("dx", r.dx);
-  g.output("dw", r.dweight);
-  if (!rms) g.output("db", r.dbias);
+  Graph g = normGradients(t, rms, Dim("N"), cols);
   compiler::CompiledGraph cg = compiler::compileGraph(g);
   if (cols < 32768) {
     checkPlan(g, cg, cg.explain);
@@ -2359,13 +2365,7 @@ TEST_CASE("norm gradients over static rows: dweight and dbias summed per part of
   const bool rms = GENERATE(false, true);
   const int64_t cols = GENERATE(int64_t{17}, int64_t{4096}, int64_t{8192});
   INFO((rms ? "rmsnorm" : "layernorm") << " " << dtypeName(t) << " 32768 x " << cols);
-  Graph g;
-  Tensor dy = g.input("dy", t, {32768, cols}), x = g.input("x", t, {32768, cols});
-  Tensor w = g.input("w", t, {cols});
-  NormGrads r = rms ? rmsnorm_backward(dy, x, w) : layernorm_backward(dy, x, w, g.input("b", t, {cols}));
-  g.output("dx", r.dx);
-  g.output("dw", r.dweight);
-  if (!rms) g.output("db", r.dbias);
+  Graph g = normGradients(t, rms, Dim(32768), cols);
   compiler::CompiledGraph cg = compiler::compileGraph(g);
   std::string explain = cg.explain;
   for (const compiler::CompiledKernel& k : cg.kernels) explain += k.why + "\n";
