@@ -195,8 +195,12 @@ inline std::vector<GraphCase> splitCases(DType t, const Shape& shape) {
 // are all 1) are computed once in the kernel's entry; their loads must be
 // there too. They were emitted per row, after those values: "operand #0
 // does not dominate this use" (found by random graphs, session 22). The
-// last graph reached the column form through a permute of unit dims and
-// failed to compile there.
+// third graph reached the column form through a permute of unit dims and
+// failed to compile there. Session 40's random graphs found the last two:
+// a pointwise kernel over unit dims loaded an input through its flat index,
+// which the entry block does not have; a mean over a permuted [1, 1] view
+// was planned into a pointwise kernel ("internal: pointwise kernel reached
+// op 'mean'").
 inline std::vector<Graph> invariantInputGraphs(DType t) {
   std::vector<Graph> out;
   {
@@ -220,6 +224,21 @@ inline std::vector<Graph> invariantInputGraphs(DType t) {
     Tensor x = g.input("x", t, {1, 1});
     Tensor v = var(x, 0, 1, true);
     g.output("y", abs(v) - maximum(v, x));
+    out.push_back(g);
+  }
+  {
+    Graph g;  // tanh(x), x and x reshaped, of a [1, 1] x: two pointwise kernels over unit dims
+    Tensor x = g.input("x", t, {1, 1});
+    g.output("a", tanh(x));
+    g.output("b", x);
+    g.output("c", reshape(x, {1}));
+    out.push_back(g);
+  }
+  {
+    Graph g;  // maximum(mean(permute(exp(x)), 1, keepdim), w) of a [1, 1] x
+    Tensor x = g.input("x", t, {1, 1});
+    Tensor w = g.input("w", t, {1, 7});
+    g.output("y", maximum(mean(permute(exp(x), {1, 0}), 1, true), w));
     out.push_back(g);
   }
   return out;
@@ -274,6 +293,38 @@ inline std::vector<GraphCase> misreadCases(DType t, int64_t n) {
     return cast(maximum(xf, var(xf, 1)), t);
   });
   add("softmax(x) * max(x, 1)", [](const Tensor& x) { return softmax(x) * max(x, 1); });
+  return cases;
+}
+
+// A whole tensor's statistic reused by another reduction over the whole
+// tensor (x of rank >= 2: both reductions over a merged view of x).
+// sum(x - sum(x)) and a variance written by hand run as one row kernel
+// (the reshape onto x's merged view sinks past the statistic's unit dims);
+// with a row statistic in the expression too, the second reduction reads a
+// stored copy of the merged view in a later kernel. The planner made a
+// cycle of kernels of these before (found by random graphs, session 40).
+inline std::vector<GraphCase> statisticReuseCases(DType t, const Shape& shape) {
+  std::vector<GraphCase> cases;
+  auto add = [&](const std::string& what, const std::function<Tensor(const Tensor&)>& body) {
+    GraphCase c;
+    c.label = caseLabel(what, t, shape);
+    Tensor x = c.graph.input("x", t, shape);
+    c.graph.output("y", body(cast(x, DType::F32)));
+    c.ranges = {{"x", {0.25, 1}}};
+    cases.push_back(std::move(c));
+  };
+  std::vector<int64_t> all;
+  for (size_t a = 0; a < shape.size(); ++a) all.push_back(static_cast<int64_t>(a));
+  const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+  add("sum(x - sum(x))", [&](const Tensor& x) { return sum(x - sum(x, all, true)); });
+  add("mean((x - mean(x))^2)", [&](const Tensor& x) {
+    Tensor d = x - mean(x, all, true);
+    return mean(d * d) * 1000.0;
+  });
+  add("sum(x - sum(x, -1) - sum(x))",
+      [&](const Tensor& x) { return sum(x - sum(x, last, true) - sum(x, all, true)); });
+  add("mean(minimum(mean(log_softmax(x)), x))",
+      [&](const Tensor& x) { return mean(minimum(mean(log_softmax(x), all, true) + 2.0, x)); });
   return cases;
 }
 }  // namespace kiln::test

@@ -8,11 +8,13 @@
 // GPU. (The GPU tests check what the kernels make of each sub-graph.)
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
 #include "../compiler/src/planner.h"
 #include "gpu_support.h"
+#include "random_graphs.h"
 #include "reduction_graphs.h"
 
 using namespace kiln;
@@ -26,9 +28,9 @@ std::map<std::string, HostTensor> runPlan(const compiler::Plan& plan, const Eval
   auto run = [&](const Graph& sub) {
     EvalInputs ki;
     for (const std::string& d : sub.dynamicDims()) ki.dims[d] = in.dims.at(d);  // (a kernel may use fewer)
-    ki.scalars = in.scalars;
     for (int id : sub.params()) {
       const Node& n = sub.node(id);
+      if (n.op == Op::Scalar) ki.scalars[n.name] = in.scalars.at(n.name);
       if (n.op != Op::Input) continue;
       auto it = values.find(n.name);
       INFO("input " << n.name << " of a kernel's sub-graph:\n" << sub.toText());
@@ -183,6 +185,25 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a row st
     }
 }
 
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a whole tensor's statistic reused",
+          "[compile][plan]") {
+  for (DType t : {DType::F32, DType::BF16})
+    for (const Shape& s : {Shape{Dim(4), Dim(16), Dim(7)}, Shape{Dim(64), Dim(7)}, Shape{Dim(1000), Dim(2)}})
+      for (const test::GraphCase& c : test::statisticReuseCases(t, s)) {
+        checkPlan(c);
+        INFO(c.label);
+        CHECK_NOTHROW(compiler::compileGraph(c.graph));
+      }
+  // The first two in one kernel: the reshape sinks past sum(x, all, keepdim).
+  for (const test::GraphCase& c : test::statisticReuseCases(DType::F32, {4, 16, 7})) {
+    INFO(c.label);
+    const compiler::Plan plan = compiler::planGraph(c.graph);
+    INFO(plan.explain);
+    if (c.label.find("sum(x - sum(x))") != std::string::npos || c.label.find("mean((x") != std::string::npos)
+      CHECK(plan.kernels.size() == 1);
+  }
+}
+
 // var/std over several axes, one of them dynamic: no reshape merges them,
 // so the planner takes the law of total variance one axis at a time and
 // counts the values for the correction (session 23; before, "cannot be
@@ -248,4 +269,47 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: norm gra
         if (fused) CHECK(plan.explain.find("column sum's partials") != std::string::npos);
         checkPlan(c, s[0].isStatic() ? DimBindings{} : DimBindings{{"R", 300}}, 2);
       }
+}
+
+// Random graphs (tests/random_graphs.h), fresh each run: the plan, kernel by
+// kernel, matches the graph on random inputs, and the first ones' kernels
+// compile to spill-free sm_90 cubins (kiln::Error from a graph the DSL took
+// fails: any graph compiles). KILN_RANDOM_SEED=S starts from seed S,
+// KILN_RANDOM_GRAPHS=N draws N graphs (default 150), KILN_RANDOM_COMPILED=M
+// compiles the first M of them (default 40).
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random graphs, which also compile",
+          "[compile][plan][random]") {
+  const char* seedEnv = std::getenv("KILN_RANDOM_SEED");
+  const char* countEnv = std::getenv("KILN_RANDOM_GRAPHS");
+  const uint64_t first = seedEnv ? std::strtoull(seedEnv, nullptr, 10) : test::freshSeed() % 1000000000;
+  const int count = countEnv ? std::atoi(countEnv) : 150;
+  const char* compiledEnv = std::getenv("KILN_RANDOM_COMPILED");
+  const int compiled = compiledEnv ? std::atoi(compiledEnv) : 40;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t seed = first + static_cast<uint64_t>(i);
+    test::RandomGraph r = test::randomGraph(seed);
+    INFO("random graph, seed " << seed << " (KILN_RANDOM_SEED=" << seed
+                               << " KILN_RANDOM_GRAPHS=1 draws it again):\n"
+                               << r.description << r.graph.toText());
+    test::GraphCase c;
+    c.label = "random graph " + std::to_string(seed);
+    c.graph = r.graph;
+    c.relFloor = r.relFloor;
+    try {
+      checkPlan(c, r.dims);
+      if (i >= compiled) continue;
+      const compiler::CompiledGraph cg = compiler::compileGraph(r.graph);
+      for (const compiler::CompiledKernel& k : cg.kernels) {
+        INFO("kernel " << k.name << " (schedule " << k.schedule << ", config " << k.config << ")");
+        CHECK(!k.cubin.empty());
+        for (const compiler::ResourceReport& rr : k.resources) {
+          INFO(rr.kernel << ": " << rr.registers << " registers");
+          CHECK(rr.spillStoreBytes == 0);
+          CHECK(rr.spillLoadBytes == 0);
+        }
+      }
+    } catch (const Error& e) {
+      FAIL_CHECK("kiln::Error: " << e.what());
+    }
+  }
 }

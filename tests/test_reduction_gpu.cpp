@@ -1079,6 +1079,17 @@ TEST_CASE("a row statistic read along columns (x - sum(x, 1) of a square x) matc
     }
 }
 
+TEST_CASE("a whole tensor's statistic reused by another whole-tensor reduction matches the reference",
+          "[gpu][reduction]") {
+  test::requireGpu();
+  DType t = GENERATE(DType::F32, DType::BF16);
+  for (const Shape& s : {Shape{Dim(4), Dim(16), Dim(7)}, Shape{Dim(1000), Dim(2)}, Shape{Dim(64), Dim(4096)}})
+    for (const test::GraphCase& c : test::statisticReuseCases(t, s)) {
+      INFO(c.label);
+      runAndCheck(c.graph, {.ranges = c.ranges, .tolScale = c.tolScale, .relFloor = c.relFloor});
+    }
+}
+
 // The inputs and tolerances of a split reduction op (splitRowReductions):
 // sums of many values in another order, relative to their magnitude with
 // the inputs' mean kept away from 0; prod of signs; the arg ops over

@@ -255,7 +255,7 @@ int64_t operandAxis(const Shape& s, const Shape& from, int64_t a) {
 // (parts); then an operand broadcast along it (a column statistic reused
 // by the next column reduction, softmax's max in exp(x - max) over axis 0)
 // is reshaped too: a unit dim more there, a view.
-bool sinkable(const Graph& g, int id, size_t rank, int64_t splitAxis) {
+bool sinkable(const Graph& g, int id, int64_t splitAxis) {
   std::map<std::pair<int, int64_t>, bool> memo;
   std::function<bool(int, int64_t)> walk = [&](int at, int64_t split) {
     if (auto it = memo.find({at, split}); it != memo.end()) return it->second;
@@ -274,7 +274,7 @@ bool sinkable(const Graph& g, int id, size_t rank, int64_t splitAxis) {
         // it is reshaped as it is where it does not vary along the split axis.
         const int64_t j = split >= 0 ? operandAxis(x.shape, n.shape, split) : -2;
         const bool alongSplit = split >= 0 && (j < 0 || isUnit(x.shape[static_cast<size_t>(j)]));
-        ok = ok && ((allUnit(x.shape) && x.shape.size() <= rank) || alongSplit);
+        ok = ok && (allUnit(x.shape) || alongSplit);
       }
     }
     return memo[{at, split}] = ok;
@@ -305,6 +305,13 @@ Graph sinkReshapes(const Graph& g) {
           i = sink(ng, i, to);
           continue;
         }
+        // A unit-shaped operand of more dims than the result (a whole
+        // tensor's statistic, keepdim, in a merged view): as many unit dims
+        // as the result has (a view).
+        if (allUnit(s) && s.size() > to.size()) {
+          i = addReshape(ng, i, Shape(to.size(), Dim(1)));
+          continue;
+        }
         // Broadcast along the split axis: a unit dim more there (a view).
         const int64_t j = a >= 0 ? operandAxis(s, from, a) : -1;
         if (j < 0) continue;
@@ -320,7 +327,7 @@ Graph sinkReshapes(const Graph& g) {
     if (c.op != Op::Reshape) return ng.addNode(std::move(c));
     const Node& x = ng.node(c.inputs[0]);
     if (x.op == Op::Input || unitReshape(c, x) ||
-        !sinkable(ng, c.inputs[0], c.shape.size(), splitAxisOf(x.shape, c.shape)))
+        !sinkable(ng, c.inputs[0], splitAxisOf(x.shape, c.shape)))
       return ng.addNode(std::move(c));
     return sink(ng, c.inputs[0], c.shape);
   });
@@ -481,7 +488,7 @@ Graph splitLongReductions(const Graph& g) {
       // rows that one block would take long to read (a whole tensor).
       if (fixed && (S = splitParts(R, x.shape.back().size)) > 1 &&
           (downstream.reaches(id, x.shape) || fromReduction(n.inputs[0], up) ||
-           (!sinkable(g, under, x.shape.size() + 1, -1) && x.shape.back().size < kSplitMinWritten)))
+           (!sinkable(g, under, -1) && x.shape.back().size < kSplitMinWritten)))
         S = 1;
     }
     if (S == 1) return ng.addNode(std::move(c));
@@ -542,7 +549,7 @@ Graph splitColumnReductions(const Graph& g) {
     const Node& n = g.node(id);
     int64_t S = 1, a = -1;
     if (isReduction(n.op) && splittable(n.op) && n.axes.size() == 1 && reducesBelow(g, n.inputs[0]) &&
-        sinkable(g, n.inputs[0], g.node(n.inputs[0]).shape.size() + 1, n.axes[0])) {
+        sinkable(g, n.inputs[0], n.axes[0])) {
       const Node& x = g.node(n.inputs[0]);
       a = n.axes[0];
       bool fixed = true;
@@ -703,6 +710,7 @@ class Planner {
     return e >= 0 ? e : g_.node(id).inputs[0];
   }
   int newRowGroup(const Shape& domain, bool permuted);
+  bool reshapesAfter(int id, int kernel);
   std::set<int> inputsOf(int id);
 
   const Graph& g_;
@@ -743,6 +751,10 @@ bool Planner::fits(int id, int k) const {
     auto it = groupOf_.find(id);
     return it != groupOf_.end() && it->second == k;
   }
+  // The group's own reductions: one value per row (also where that shape
+  // is the domain's, a row of one value: a permuted view's is not stored
+  // as the full shape below would be).
+  if (auto it = groupOf_.find(id); it != groupOf_.end() && it->second == k) return true;
   const Shape& s = g_.node(id).shape;
   const Shape& d = ki.domain;
   // A full-shaped value is stored in the domain's layout, which is the
@@ -846,6 +858,27 @@ bool Planner::sharesInput(int id, const Shape& domain) {
   return false;
 }
 
+// Whether value `id` reads the results of row group `kernel` through a
+// reshape of a computed value (not a unit reshape): another kernel stores
+// that value first, after `kernel`, so a reduction of `id` cannot be in
+// `kernel` (sum(x - r - sum(x)) over all of x [64, 7], r a row sum: the
+// whole sum's second pass would read x - r - s, stored by a kernel that
+// needs the first pass's s).
+bool Planner::reshapesAfter(int id, int kernel) {
+  std::set<int> seen;
+  std::function<bool(int)> walk = [&](int at) {
+    if (!seen.insert(at).second) return false;
+    const Node& n = g_.node(at);
+    if (isReduction(n.op)) return false;
+    if (n.op == Op::Reshape && !unitReshape(n, g_.node(n.inputs[0])) && g_.node(n.inputs[0]).op != Op::Input)
+      return coneGroups(n.inputs[0]).count(kernel) > 0;
+    for (int i : n.inputs)
+      if (walk(i)) return true;
+    return false;
+  };
+  return walk(id);
+}
+
 int Planner::newRowGroup(const Shape& domain, bool permuted) {
   KernelInfo ki;
   ki.kind = KernelPlan::Kind::RowReduction;
@@ -896,7 +929,7 @@ int Planner::ownerFor(int id, bool isOutput) {
     bool before = true;
     for (int other : gs)
       if (other != *k && groupNeeds_[other].count(*k)) before = false;
-    if (before && fits(id, *k) && !misreads(id, *k)) return *k;
+    if (before && fits(id, *k) && !misreads(id, *k) && !reshapesAfter(id, *k)) return *k;
   }
   return pointwiseKernel(n.shape, "after" + std::to_string(last));
 }
@@ -936,7 +969,9 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
     reads_.insert({kernel, id});
     return;
   }
-  const KernelInfo& ki = kernels_[kernel];
+  // (A copy: ownerFor below may add kernels, which moves kernels_.)
+  const KernelPlan::Kind kind = kernels_[kernel].kind;
+  const Shape domain = kernels_[kernel].domain;
   if (isReduction(n.op)) {
     if (groupOf_.at(id) == kernel) {
       cut(reducedOperand(id), kernel, seen);
@@ -949,7 +984,7 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   // through the view, as it reads a permuted graph input (the row
   // heuristic's column form), instead of a pointwise kernel storing a
   // transposed copy.
-  if (n.op == Op::Permute && ki.kind == KernelPlan::Kind::RowReduction && !foreign.empty() &&
+  if (n.op == Op::Permute && kind == KernelPlan::Kind::RowReduction && !foreign.empty() &&
       !coneGroups(n.inputs[0]).count(kernel) && onlyReducedBy(id, kernel)) {
     cut(n.inputs[0], kernel, seen);
     return;
@@ -971,10 +1006,14 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
     int owner = ownerFor(id, false);
     if (owner != kernel) {
       std::string reason =
-          ki.kind == KernelPlan::Kind::RowReduction
-              ? "this kernel reduces rows of " + shapeToString(ki.domain) + " and cannot also compute reductions over " +
+          kind == KernelPlan::Kind::RowReduction
+              ? "this kernel reduces rows of " + shapeToString(domain) + " and cannot also compute reductions over " +
                     shapeToString(kernels_[*foreign.rbegin()].domain)
               : "a pointwise kernel cannot compute reductions";
+      if (n.op == Op::Reshape && !unitReshape(n, g_.node(n.inputs[0])))
+        reason = "a reshape (" + shapeToString(g_.node(n.inputs[0]).shape) + " -> " + shapeToString(n.shape) +
+                 ") of a value that needs the results of kernel {K" + std::to_string(*foreign.rbegin()) +
+                 "} is computed after it";
       materialize(id, owner, kernel, reason);
       return;
     }
@@ -1023,11 +1062,15 @@ Plan Planner::run() {
     }
     const Shape& domain = g_.node(n.inputs[0]).shape;
     const std::set<int>& needs = coneGroups(n.inputs[0]);
-    int chosen = -1;
+    int chosen = -1, reshaped = -1;
     for (int k = static_cast<int>(kernels_.size()) - 1; k >= 0; --k) {
       if (kernels_[k].kind != KernelPlan::Kind::RowReduction || !(kernels_[k].domain == domain) ||
           kernels_[k].permuted != (g_.node(n.inputs[0]).op == Op::Permute))
         continue;
+      if (needs.count(k) && reshapesAfter(n.inputs[0], k)) {
+        reshaped = k;
+        break;
+      }
       bool ok = true;
       for (int d : needs) ok = ok && (d == k || d < k);
       if (ok) chosen = k;
@@ -1035,7 +1078,11 @@ Plan Planner::run() {
     }
     if (chosen < 0) {
       chosen = newRowGroup(domain, g_.node(n.inputs[0]).op == Op::Permute);
-      if (!needs.empty())
+      if (reshaped >= 0)
+        kernels_[chosen].notes.push_back("its " + std::string(opName(n.op)) + " over rows of " +
+                                         shapeToString(domain) + " reads a reshape of a value that needs the results "
+                                         "of kernel {K" + std::to_string(reshaped) + "}: a new kernel");
+      else if (!needs.empty())
         kernels_[chosen].notes.push_back("its " + std::string(opName(n.op)) + " over rows of " +
                                          shapeToString(domain) + " needs the results of kernel {K" +
                                          std::to_string(*needs.rbegin()) + "}" +

@@ -185,7 +185,10 @@ std::string PointwiseEmitter::offsetOf(Region& r, const Access& a, int u) {
   std::string key = "off:" + a.key() + ":" + std::to_string(u);
   if (auto found = r.memo.find(key); found != r.memo.end()) return found->second;
   std::string off;
-  if (isFlat(a)) {
+  // (A flat access over unit dims only is the one element at the base: an
+  // invariant load, emitted in the entry block, where no flat index is.)
+  const bool oneElement = std::all_of(out_.begin(), out_.end(), [](const Dim& d) { return isUnit(d); });
+  if (isFlat(a) && !oneElement) {
     off = r.flat[u];
   } else {
     for (int k = 0; k < rank_; ++k) {

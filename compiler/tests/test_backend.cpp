@@ -386,7 +386,14 @@ TEST_CASE("links one after another do not fault nvJitLink's working memory in ag
   long median = faults[faults.size() / 2];
   std::printf("  nvJitLink: median %ld page faults per link (in order:%s)\n", median, each.c_str());
   const char* env = std::getenv("KILN_TUNE_MALLOC");
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's allocator (freed blocks held in its quarantine, not
+  // glibc's heap and trim threshold) is not what this checks.
+  WARN("SKIPPED: the page fault bound under AddressSanitizer (KILN_SANITIZE): median " << median);
+  (void)env;
+#else
   if (!(env && std::string(env) == "0")) CHECK(median < 50);
+#endif
 }
 
 namespace {
