@@ -293,6 +293,55 @@ inline std::vector<GraphCase> misreadCases(DType t, int64_t n) {
     return cast(maximum(xf, var(xf, 1)), t);
   });
   add("softmax(x) * max(x, 1)", [](const Tensor& x) { return softmax(x) * max(x, 1); });
+  // The second sum reads the first at other rows: a second row kernel
+  // (session 40: the emitter refused the one kernel the planner made).
+  add("sum(x - sum(x, 1), 1)", [t](const Tensor& x) {
+    Tensor xf = cast(x, DType::F32);
+    return cast(sum(xf - sum(xf, 1), 1), t);
+  });
+  return cases;
+}
+
+// A reshape of a computed value read by a pointwise kernel of the value's
+// own shape (transposed back to it): another pointwise kernel stores the
+// value first (session 40; "cannot be compiled yet" before).
+inline std::vector<GraphCase> reshapedValueCases(DType t) {
+  std::vector<GraphCase> cases;
+  {
+    GraphCase c;
+    c.label = caseLabel("cos(reshape(x + b, [C, R]).T)", t, {300, 64});
+    Tensor x = c.graph.input("x", t, {300, 64});
+    Tensor b = c.graph.input("b", t, {64});
+    c.graph.output("y", cos(transpose(reshape(x + b, {64, 300}))));
+    cases.push_back(std::move(c));
+  }
+  {
+    GraphCase c;
+    c.label = caseLabel("reshape(expand(exp(s)), [3, 2]).T", t, {2, 3});
+    Tensor s = c.graph.input("s", t, {});
+    c.graph.output("y", transpose(reshape(expand(exp(s), {2, 3}), {3, 2})));
+    cases.push_back(std::move(c));
+  }
+  {
+    // Two readers of the reshape: one of another shape (which gives the
+    // value its kernel), then one of the value's own shape.
+    GraphCase c;
+    c.label = caseLabel("reshape(e) * 2 and cos(reshape(e).T), e = x + b", t, {300, 64});
+    Tensor x = c.graph.input("x", t, {300, 64});
+    Tensor b = c.graph.input("b", t, {64});
+    Tensor r = reshape(x + b, {64, 300});
+    c.graph.output("a", r * 2.0);
+    c.graph.output("b2", cos(transpose(r)));
+    cases.push_back(std::move(c));
+  }
+  {
+    // A reshape of a reshape of a statistic.
+    GraphCase c;
+    c.label = caseLabel("reshape(reshape(sum(x, 0, keepdim)))", t, {50, 4, 6});
+    Tensor x = c.graph.input("x", t, {50, 4, 6});
+    c.graph.output("y", reshape(reshape(sum(x, 0, true), {6, 1, 4}), {24, 1}) * 0.5);
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 

@@ -204,6 +204,16 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a whole 
   }
 }
 
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a reshape of a value read in its own shape",
+          "[compile][plan]") {
+  for (DType t : {DType::F32, DType::BF16})
+    for (const test::GraphCase& c : test::reshapedValueCases(t)) {
+      checkPlan(c, {}, 2);
+      INFO(c.label);
+      CHECK_NOTHROW(compiler::compileGraph(c.graph));
+    }
+}
+
 // var/std over several axes, one of them dynamic: no reshape merges them,
 // so the planner takes the law of total variance one axis at a time and
 // counts the values for the correction (session 23; before, "cannot be

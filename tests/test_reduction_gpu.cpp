@@ -1090,6 +1090,15 @@ TEST_CASE("a whole tensor's statistic reused by another whole-tensor reduction m
     }
 }
 
+TEST_CASE("a reshape of a value read back in the value's own shape matches the reference", "[gpu][reduction]") {
+  test::requireGpu();
+  DType t = GENERATE(DType::F32, DType::BF16);
+  for (const test::GraphCase& c : test::reshapedValueCases(t)) {
+    INFO(c.label);
+    runAndCheck(c.graph, {.ranges = c.ranges, .tolScale = c.tolScale, .relFloor = c.relFloor});
+  }
+}
+
 // The inputs and tolerances of a split reduction op (splitRowReductions):
 // sums of many values in another order, relative to their magnitude with
 // the inputs' mean kept away from 0; prod of signs; the arg ops over

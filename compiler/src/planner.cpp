@@ -790,10 +790,25 @@ bool Planner::onlyReducedBy(int id, int kernel) const {
 // of a square x reads it): a row kernel cannot, so such a node is computed
 // after the kernel, from its stored results (readsOwnRow, through the
 // nodes' frames: the row emitter's rule).
+// A value of one per row (its non-unit dims the domain's leading ones) is
+// seen as the row emitter sees such an output: its axes on those domain
+// axes (a slice of an empty row statistic reads other rows).
 bool Planner::misreads(int id, int kernel) {
   const KernelInfo& ki = kernels_[kernel];
-  if (ki.kind != KernelPlan::Kind::RowReduction || !(g_.node(id).shape == ki.domain)) return false;
+  if (ki.kind != KernelPlan::Kind::RowReduction) return false;
   const int k = static_cast<int>(ki.domain.size());
+  const Shape& shape = g_.node(id).shape;
+  Frame start = identityFrame(k);
+  if (!(shape == ki.domain)) {
+    start = Frame(shape.size());
+    int j = 0;
+    for (size_t a = 0; a < shape.size(); ++a) {
+      if (isUnit(shape[a])) continue;
+      while (j + 1 < k && isUnit(ki.domain[static_cast<size_t>(j)])) ++j;
+      if (j + 1 >= k || !(ki.domain[static_cast<size_t>(j)] == shape[a])) return false;
+      start[a] = Axis{j++, 1, 0};
+    }
+  }
   std::set<std::string> seen;
   std::function<bool(int, const Frame&)> visit = [&](int n, const Frame& f) {
     if (!seen.insert(std::to_string(n) + "@" + frameKey(f)).second) return false;
@@ -809,7 +824,7 @@ bool Planner::misreads(int id, int kernel) {
       if (visit(node.inputs[i], operandFrame(g_, node, i, f))) return true;
     return false;
   };
-  return visit(id, identityFrame(k));
+  return visit(id, start);
 }
 
 // Whether recomputing elementwise node `id` from the graph inputs in its
@@ -1003,13 +1018,19 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   const bool recompute = isElementwise(n.op) && !foreign.empty() && !coneGroups(id).count(kernel) &&
                          (!fits(id, *coneGroups(id).rbegin()) || cheaperToRecompute(id));
   if (!foreign.empty() && !coneGroups(id).count(kernel) && !recompute) {
-    int owner = ownerFor(id, false);
+    // (A value this kernel stores already, a reshape given a pointwise
+    // kernel of its own, say: this kernel computes it.)
+    auto own = owner_.find(id);
+    int owner = own != owner_.end() ? own->second : ownerFor(id, false);
     if (owner != kernel) {
       std::string reason =
           kind == KernelPlan::Kind::RowReduction
               ? "this kernel reduces rows of " + shapeToString(domain) + " and cannot also compute reductions over " +
                     shapeToString(kernels_[*foreign.rbegin()].domain)
               : "a pointwise kernel cannot compute reductions";
+      if (kind == KernelPlan::Kind::RowReduction && kernels_[*foreign.rbegin()].domain == domain)
+        reason = "this kernel's reductions read it at other rows than its own or through a reshape, so a kernel over "
+                 "the same rows computes it first";
       if (n.op == Op::Reshape && !unitReshape(n, g_.node(n.inputs[0])))
         reason = "a reshape (" + shapeToString(g_.node(n.inputs[0]).shape) + " -> " + shapeToString(n.shape) +
                  ") of a value that needs the results of kernel {K" + std::to_string(*foreign.rbegin()) +
@@ -1021,10 +1042,22 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   if (n.op == Op::Reshape) {
     const Node& x = g_.node(n.inputs[0]);
     if (!unitReshape(n, x) && x.op != Op::Input) {
-      int owner = ownerFor(n.inputs[0], false);
+      const bool stored = owner_.count(n.inputs[0]) > 0;
+      int owner = stored ? owner_.at(n.inputs[0]) : ownerFor(n.inputs[0], false);
+      // A value that a pointwise kernel would store for the reshape gets a
+      // pointwise kernel of its own: the kernel of its shape and stage may
+      // read the reshape itself ((x + b) reshaped and transposed back), or
+      // through another kernel (min(m, reshape(expand(m))) transposed, m a
+      // statistic: the reshape's kernel would read the expand from the
+      // output's kernel, which reads the reshape), a cycle. (A row kernel is
+      // not the owner of a value that a reshape in it reads: reshapesAfter.)
+      if (kernels_[owner].kind == KernelPlan::Kind::Pointwise && !stored) {
+        const std::string& key = kernels_[owner].key;
+        owner = pointwiseKernel(x.shape, key.substr(key.find('@') + 1) + "/reshape%" + std::to_string(n.inputs[0]));
+      }
       if (owner == kernel)
-        throw Error("kiln: compile: reshape " + typeToString(x.dtype, x.shape) + " -> " + shapeToString(n.shape) +
-                    " of a value computed in the same kernel cannot be compiled yet; reshape the graph's inputs instead");
+        throw Error("kiln: internal: reshape " + typeToString(x.dtype, x.shape) + " -> " + shapeToString(n.shape) +
+                    " of a value computed in the same kernel");
       materialize(n.inputs[0], owner, kernel,
                   "a reshape that is not a unit reshape reads its operand from memory (" + shapeToString(x.shape) +
                       " -> " + shapeToString(n.shape) + ")");
@@ -1062,13 +1095,22 @@ Plan Planner::run() {
     }
     const Shape& domain = g_.node(n.inputs[0]).shape;
     const std::set<int>& needs = coneGroups(n.inputs[0]);
-    int chosen = -1, reshaped = -1;
+    int chosen = -1;
+    std::string apart;  // why not the group over the same rows
     for (int k = static_cast<int>(kernels_.size()) - 1; k >= 0; --k) {
       if (kernels_[k].kind != KernelPlan::Kind::RowReduction || !(kernels_[k].domain == domain) ||
           kernels_[k].permuted != (g_.node(n.inputs[0]).op == Op::Permute))
         continue;
+      // Not a group whose results the operand reads through a reshape of a
+      // computed value (stored after the group), or at other rows than
+      // their own (sum(x - sum(x, 1), 1) of a square x: the statistic lines
+      // up with the columns; a row kernel reads its results at its row).
       if (needs.count(k) && reshapesAfter(n.inputs[0], k)) {
-        reshaped = k;
+        apart = "reads a reshape of a value that needs the results of kernel {K" + std::to_string(k) + "}";
+        break;
+      }
+      if (needs.count(k) && misreads(n.inputs[0], k)) {
+        apart = "reads the results of kernel {K" + std::to_string(k) + "} at other rows than their own";
         break;
       }
       bool ok = true;
@@ -1078,10 +1120,9 @@ Plan Planner::run() {
     }
     if (chosen < 0) {
       chosen = newRowGroup(domain, g_.node(n.inputs[0]).op == Op::Permute);
-      if (reshaped >= 0)
+      if (!apart.empty())
         kernels_[chosen].notes.push_back("its " + std::string(opName(n.op)) + " over rows of " +
-                                         shapeToString(domain) + " reads a reshape of a value that needs the results "
-                                         "of kernel {K" + std::to_string(reshaped) + "}: a new kernel");
+                                         shapeToString(domain) + " " + apart + ": a new kernel");
       else if (!needs.empty())
         kernels_[chosen].notes.push_back("its " + std::string(opName(n.op)) + " over rows of " +
                                          shapeToString(domain) + " needs the results of kernel {K" +
