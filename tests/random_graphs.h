@@ -5,17 +5,18 @@
 //
 // A graph starts from one to three inputs of a base shape (rank 1 to 3,
 // sizes from 1 to 4096, some dims dynamic) or of shapes that broadcast to
-// it, in f32, bf16 or f16 (16-bit inputs cast to f32 first, as a user
-// computes in f32), then applies 2 to 12 random operations to values drawn
-// from what it has so far: unary and binary elementwise ops (broadcasting
-// against each other, literals and runtime scalars), comparisons and
-// where, reductions over random axes (sum, mean, max, min, var, argmax,
-// argmin; keepdim or not), softmax and log_softmax along a random axis, and
-// views (permute, transpose, reshape, slice, expand). One to three of the
+// it, in f32, bf16, f16 or i32 (cast to f32 first, as a user computes in
+// f32), then applies 2 to 12 random operations to values drawn from what
+// it has so far: unary and binary elementwise ops (broadcasting against
+// each other, literals, runtime scalars, iota; divisions by values in
+// [0.5, 2.5]), comparisons and where, reductions over random axes (sum,
+// mean, max, min, var, argmax, argmin; keepdim or not), softmax and
+// log_softmax along a random axis, rmsnorm and layernorm of an input over
+// its last axis, and views (permute, transpose, reshape, slice, expand). One to three of the
 // values become outputs, the newest always (cast back to a 16-bit input's
 // dtype at times).
 //
-// The inputs are in [-1, 1); each value carries a bound on its magnitude,
+// The inputs are in [-1, 1) (integers in [0, 8)); each value carries a bound on its magnitude,
 // and a value whose bound passes 100 is scaled back to 1, so the outputs'
 // rounding errors stay small against their bounds: each output's relFloor
 // (the magnitude below which its tolerance is absolute) is its bound.
@@ -119,15 +120,17 @@ class RandomGraphBuilder {
         for (Dim& d : s)
           if (chance(0.5)) d = Dim(1);
     }
-    const DType t = oneOf(std::vector<DType>{DType::F32, DType::F32, DType::BF16, DType::F16});
+    const DType t = oneOf(std::vector<DType>{DType::F32, DType::F32, DType::BF16, DType::F16, DType::I32});
     const std::string name = "x" + std::to_string(i);
     Tensor x = g().input(name, t, s);
     say(name + " = input " + std::string(dtypeName(t)) + " " + shapeText(s));
     if (t != DType::F32) {
-      lowDType_ = t;
+      if (isFloat(t)) lowDType_ = t;
       x = cast(x, DType::F32);
     }
-    values_.push_back({x, 1, true});
+    // (integers are drawn in [0, 8))
+    values_.push_back({x, t == DType::I32 ? 8.0 : 1.0, true});
+    if (s == base_ && sizeOf(s.back()) > 1 && isFloat(t)) normable_.push_back(values_.size() - 1);
   }
 
   // The shapes broadcast against each other (numpy rules, a dynamic dim
@@ -202,7 +205,8 @@ class RandomGraphBuilder {
     else if (kind < 50) binaryOp();
     else if (kind < 56) whereOp();
     else if (kind < 78) reductionOp();
-    else if (kind < 85) softmaxOp();
+    else if (kind < 83) softmaxOp();
+    else if (kind < 87) normOp();
     else viewOp();
   }
 
@@ -236,6 +240,21 @@ class RandomGraphBuilder {
       Tensor s = g().scalar("s" + std::to_string(scalars_++));
       add(a.t * s, a.bound, false, ref(a) + " * scalar");
       return;
+    }
+    if (form == 2) {  // a division by a value in [0.5, 2.5]
+      const RandomValue b = partnerOf(a.t.shape(), a);
+      add(a.t / (1.5 + tanh(b.t)), 2 * a.bound, false, "div(" + ref(a) + ", 1.5 + tanh(" + ref(b) + "))");
+      return;
+    }
+    if (form == 3 && chance(0.5)) {  // iota along an axis of a's shape, scaled to [0, 1)
+      const Shape& s = a.t.shape();
+      if (!s.empty() && isStaticShape(s)) {
+        const int64_t axis = pick(0, static_cast<int>(s.size()) - 1);
+        const double len = static_cast<double>(sizeOf(s[static_cast<size_t>(axis)]));
+        Tensor i = iota(g(), s, axis, DType::F32) * (1.0 / len);
+        add(a.t + i, a.bound + 1, false, ref(a) + " + iota(" + std::to_string(axis) + ") / len");
+        return;
+      }
     }
     const RandomValue b = partnerOf(a.t.shape(), a);
     const std::string args = "(" + ref(a) + ", " + ref(b) + ")";
@@ -323,6 +342,24 @@ class RandomGraphBuilder {
     else
       add(log_softmax(a.t, axis), 2 * a.bound + std::log(n) + 1, false,
           "log_softmax(" + ref(a) + ", " + std::to_string(axis) + ")");
+  }
+
+  // rmsnorm or layernorm over the last axis of an input of the base shape
+  // (random values along the row: a row of equal computed values would
+  // normalize its rounding errors), weight (and bias) new inputs.
+  void normOp() {
+    if (normable_.empty()) return unaryOp();
+    const RandomValue a = values_[oneOf(normable_)];
+    const Dim last = a.t.shape().back();
+    const double n = static_cast<double>(sizeOf(last));
+    const std::string w = "w" + std::to_string(weights_++);
+    Tensor weight = g().input(w, DType::F32, {last});
+    if (chance(0.5)) {
+      add(rmsnorm(a.t, weight), std::sqrt(n), false, "rmsnorm(" + ref(a) + ", " + w + ")");
+    } else {
+      Tensor bias = g().input("b" + std::to_string(weights_++), DType::F32, {last});
+      add(layernorm(a.t, weight, bias), std::sqrt(n) + 1, false, "layernorm(" + ref(a) + ", " + w + ")");
+    }
   }
 
   void viewOp() {
@@ -429,6 +466,8 @@ class RandomGraphBuilder {
   std::vector<RandomValue> values_;
   DType lowDType_ = DType::F32;
   int scalars_ = 0;
+  int weights_ = 0;
+  std::vector<size_t> normable_;  // inputs of the base shape (random along rows)
 };
 
 }  // namespace detail

@@ -247,7 +247,7 @@ std::string PointwiseEmitter::value(Region& r, int id, const Frame& frame, int u
   const Node& n = g_.node(id);
   uint64_t mask = maskOf(id, frame);
   bool global = mask == 0;
-  bool laneFree = !(mask >> (rank_ - 1) & 1) || !r.fast;
+  bool laneFree = rank_ == 0 || !(mask >> (rank_ - 1) & 1) || !r.fast;  // (a 0-dim kernel has no lanes)
   std::string key = std::to_string(id) + "@" + frameKey(frame) + "#" + (global ? "g" : std::to_string(u)) + "." +
                     std::to_string(laneFree ? -1 : lane);
   auto& memo = global ? preMemo_ : r.memo;
