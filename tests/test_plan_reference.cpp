@@ -14,6 +14,7 @@
 
 #include "../compiler/src/planner.h"
 #include "gpu_support.h"
+#include "kiln/dsl/text.h"
 #include "random_graphs.h"
 #include "reduction_graphs.h"
 
@@ -212,6 +213,65 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a reshap
       INFO(c.label);
       CHECK_NOTHROW(compiler::compileGraph(c.graph));
     }
+}
+
+// Views of alternating shapes over values that need a statistic, each
+// stored by the pointwise kernel of its shape, made cycles of kernels (text
+// form random graphs, session 40): a view or elementwise value whose
+// kernel already waits for the reading pointwise kernel is computed by the
+// reader, a reshape by a pointwise kernel of its own.
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: views of alternating shapes",
+          "[compile][plan]") {
+  const char* texts[] = {R"(kiln.graph v1
+%0 = scalar "s0" : i64 weak
+%1 = const 3.0 : bf16
+%2 = permute %1 {perm = []} : bf16
+%3 = mul %1, %2 : bf16
+%4 = erf %3 : bf16
+%5 = reshape %1 : bf16[1, 1]
+%6 = argmin %5 {axis = 0, keepdim = false} : i64[1]
+%7 = expand %6 : i64[2]
+%8 = const 0 : i64 weak
+%9 = const true : bool weak
+%10 = fma %0, %8, %9 : i64 weak
+%11 = const 0 : i64 weak
+%12 = ne %10, %11 : bool weak
+%13 = const -2 : i64 weak
+%14 = fma %4, %5, %13 : bf16[1, 1]
+%15 = where %12, %7, %14 : bf16[1, 2]
+%16 = reshape %15 : bf16[1, 2, 1]
+%17 = permute %16 {perm = [1, 0, 2]} : bf16[2, 1, 1]
+%18 = reshape %17 : bf16[1, 2, 1]
+output "y" = %18
+)",
+                         R"(kiln.graph v1
+%0 = input "x0" : i64[2, M]
+%1 = iota {axis = 2} : f32[2, 1, 2]
+%2 = const -2 : i64 weak
+%3 = mul %1, %2 : f32[2, 1, 2]
+%4 = permute %3 {perm = [1, 2, 0]} : f32[1, 2, 2]
+%5 = argmin %4 {axis = 2, keepdim = true} : i64[1, 2, 1]
+%6 = le %5, %4 : bool[1, 2, 2]
+%7 = reshape %6 : bool[1, 4, 1]
+%8 = permute %7 {perm = [1, 2, 0]} : bool[4, 1, 1]
+%9 = prod %8 {axes = [0, 2], keepdim = false} : i64[1]
+%10 = exp %0 : f32[2, M]
+%11 = logical_and %9, %10 : bool[2, M]
+%12 = permute %11 {perm = [0, 1]} : bool[2, M]
+%13 = expand %12 : bool[2, 2, M]
+%14 = erf %13 : f32[2, 2, M]
+%15 = permute %14 {perm = [0, 2, 1]} : f32[2, M, 2]
+output "y" = %15
+)"};
+  for (const char* text : texts) {
+    test::GraphCase c;
+    c.graph = parseGraph(text);
+    c.label = c.graph.toText();
+    const std::vector<std::string> dims = c.graph.dynamicDims();
+    checkPlan(c, dims.empty() ? DimBindings{} : DimBindings{{"M", 5}});
+    INFO(c.label);
+    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+  }
 }
 
 // var/std over several axes, one of them dynamic: no reshape merges them,

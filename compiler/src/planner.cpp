@@ -711,6 +711,7 @@ class Planner {
   }
   int newRowGroup(const Shape& domain, bool permuted);
   bool reshapesAfter(int id, int kernel);
+  bool waitsFor(int a, int b) const;
   std::set<int> inputsOf(int id);
 
   const Graph& g_;
@@ -894,6 +895,18 @@ bool Planner::reshapesAfter(int id, int kernel) {
   return walk(id);
 }
 
+// Whether kernel `a` runs after kernel `b` (its dependencies, transitively).
+bool Planner::waitsFor(int a, int b) const {
+  std::set<int> seen;
+  std::function<bool(int)> walk = [&](int k) {
+    if (!seen.insert(k).second) return false;
+    for (int d : kernels_[static_cast<size_t>(k)].deps)
+      if (d == b || walk(d)) return true;
+    return false;
+  };
+  return walk(a);
+}
+
 int Planner::newRowGroup(const Shape& domain, bool permuted) {
   KernelInfo ki;
   ki.kind = KernelPlan::Kind::RowReduction;
@@ -1022,6 +1035,22 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
     // kernel of its own, say: this kernel computes it.)
     auto own = owner_.find(id);
     int owner = own != owner_.end() ? own->second : ownerFor(id, false);
+    // A view or elementwise value whose kernel already waits for this
+    // pointwise kernel: computed here, from what it reads (views of
+    // alternating shapes, a permute of a unit reshape of a value needing a
+    // statistic, each stored by the pointwise kernel of its shape, made a
+    // cycle; found by random graphs, session 40).
+    const bool view = n.op == Op::Permute || n.op == Op::Expand || n.op == Op::Slice ||
+                      (n.op == Op::Reshape && unitReshape(n, g_.node(n.inputs[0])));
+    if (owner != kernel && own == owner_.end() && kind == KernelPlan::Kind::Pointwise &&
+        kernels_[static_cast<size_t>(owner)].kind == KernelPlan::Kind::Pointwise && waitsFor(owner, kernel)) {
+      if (view || isElementwise(n.op)) {
+        owner = kernel;
+      } else {  // (a reshape: a pointwise kernel of its own)
+        const std::string& key = kernels_[static_cast<size_t>(owner)].key;
+        owner = pointwiseKernel(n.shape, key.substr(key.find('@') + 1) + "/value%" + std::to_string(id));
+      }
+    }
     if (owner != kernel) {
       std::string reason =
           kind == KernelPlan::Kind::RowReduction
