@@ -146,6 +146,11 @@ class RandomGraphBuilder {
   }
 
   void add(Tensor t, double bound, bool exact, const std::string& what) {
+    // Values of at most 2^18 elements (the reference evaluates them in fp64;
+    // broadcasting two long vectors against each other could make billions).
+    int64_t numel = 1;
+    for (const Dim& d : t.shape()) numel *= sizeOf(d);
+    if (numel > (int64_t{1} << 18)) throw Error("random graphs: " + what + " has " + std::to_string(numel) + " elements");
     say("v" + std::to_string(values_.size()) + " = " + what + " -> " + shapeText(t.shape()));
     if (!(bound <= 100)) {  // (NaN-safe)
       t = t * (1.0 / bound);
