@@ -12,7 +12,7 @@
 // [0.5, 2.5]), comparisons and where, reductions over random axes (sum,
 // mean, max, min, var, argmax, argmin; keepdim or not), softmax and
 // log_softmax along a random axis, rmsnorm and layernorm of an input over
-// its last axis, and views (permute, transpose, reshape, slice, expand). One to three of the
+// its last axis, matmuls (by new weight inputs, or a Gram matrix), and views (permute, transpose, reshape, slice, expand). One to three of the
 // values become outputs, the newest always (cast back to a 16-bit input's
 // dtype at times).
 //
@@ -209,10 +209,40 @@ class RandomGraphBuilder {
     if (kind < 22) unaryOp();
     else if (kind < 50) binaryOp();
     else if (kind < 56) whereOp();
-    else if (kind < 78) reductionOp();
-    else if (kind < 83) softmaxOp();
-    else if (kind < 87) normOp();
+    else if (kind < 76) reductionOp();
+    else if (kind < 81) softmaxOp();
+    else if (kind < 85) normOp();
+    else if (kind < 90) matmulOp();
     else viewOp();
+  }
+
+  // A matmul of a value of rank >= 2: by a new weight input [K, N] (f32,
+  // or bf16 cast to f32; at times stored [N, K] and transposed), or by the
+  // value's own transpose (a Gram matrix, rank 2). At most 2^24
+  // multiply-adds (the reference's fp64 loops).
+  void matmulOp() {
+    const RandomValue a = anyValue();
+    const Shape& s = a.t.shape();
+    if (s.size() < 2) return unaryOp();
+    const Dim K = s.back(), M = s[s.size() - 2];
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < s.size(); ++i) rows *= sizeOf(s[i]);
+    const double k = static_cast<double>(sizeOf(K));
+    if (s.size() == 2 && chance(0.3)) {
+      if (static_cast<double>(sizeOf(M)) * static_cast<double>(sizeOf(M)) * k > double(1 << 24)) return unaryOp();
+      add(matmul(a.t, permute(a.t, {1, 0})), k * a.bound * a.bound, false, "matmul(" + ref(a) + ", " + ref(a) + ".T)");
+      return;
+    }
+    const int64_t n = oneOf(std::vector<int64_t>{1, 8, 16, 40, 64, 136});
+    if (static_cast<double>(rows) * static_cast<double>(n) * k > double(1 << 24)) return unaryOp();
+    const std::string w = "w" + std::to_string(weights_++);
+    const DType t = chance(0.5) ? DType::F32 : DType::BF16;
+    const bool stored = chance(0.4);  // [N, K], read transposed
+    Tensor wt = g().input(w, t, stored ? Shape{Dim(n), K} : Shape{K, Dim(n)});
+    say(w + " = input " + std::string(dtypeName(t)) + (stored ? " [N, K]" : " [K, N]"));
+    if (t != DType::F32) wt = cast(wt, DType::F32);
+    if (stored) wt = permute(wt, {1, 0});
+    add(matmul(a.t, wt), k * a.bound, false, "matmul(" + ref(a) + ", " + w + (stored ? ".T)" : ")"));
   }
 
   void unaryOp() {

@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "gpu_support.h"
+#include "matmul_graphs.h"
 #include "op_sweep.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/device.h"
@@ -113,18 +114,39 @@ TEST_CASE("matmul: elementwise consumers fuse into the matmul's kernel as its ep
   CHECK(cg.kernels[0].resources[0].spillStoreBytes == 0);
 }
 
-TEST_CASE("matmul: graphs around a matmul that one kernel cannot hold are refused with what is in the way",
+TEST_CASE("matmul: graphs with other ops around a matmul compile in stages, each matmul a kernel with its epilogue",
           "[compile][matmul]") {
+  for (DType t : {DType::BF16, DType::F32})
+    for (const test::MatmulGraphCase& m : test::matmulGraphCases(t)) {
+      INFO(m.c.label);
+      compiler::CompiledGraph cg = compiler::compileGraph(m.c.graph, {});
+      INFO(cg.explain);
+      CHECK(cg.kernels.size() == m.kernels);
+      int matmuls = 0;
+      for (const auto& k : cg.kernels) {
+        matmuls += k.schedule == "matmul";
+        for (const auto& r : k.resources) CHECK(r.spillStoreBytes == 0);
+      }
+      CHECK(matmuls >= 1);
+    }
+  // The transpose of an input, and of a computed value's transpose, are
+  // read in place (transA/transB), not copied: one kernel.
   Graph g;
   Tensor a = g.input("a", DType::BF16, {64, 128});
-  Tensor b = g.input("b", DType::BF16, {128, 32});
-  g.output("s", sum(matmul(a, b), {1}));
-  CHECK_THROWS_WITH(compile(g, {.chip = "sm_90"}), Catch::Contains("matmul and its epilogue") &&
-                                                        Catch::Contains("sum") && Catch::Contains("separate graphs"));
+  Tensor b = g.input("b", DType::BF16, {32, 128});
+  g.output("y", matmul(permute(permute(a, {1, 0}), {1, 0}), permute(b, {1, 0})));
+  compiler::CompiledGraph cg = compiler::compileGraph(g, {});
+  CHECK(cg.kernels.size() == 1);
+  CHECK_THAT(cg.explain, Catch::Contains("B transposed") && !Catch::Contains("A transposed"));
+  // A product reduced: the matmul writes it to the workspace, a row kernel
+  // sums it; explain() says which kernel reads what.
   Graph h;
-  Tensor x = h.input("x", DType::BF16, {64, 128});
-  h.output("y", matmul(x * 2.0, h.input("w", DType::BF16, {128, 32})));
-  CHECK_THROWS_WITH(compile(h, {.chip = "sm_90"}), Catch::Contains("operand 'a' is computed in the graph (mul)"));
+  h.output("s", sum(matmul(h.input("a", DType::BF16, {64, 128}), h.input("b", DType::BF16, {128, 32})), {1}));
+  cg = compiler::compileGraph(h, {});
+  REQUIRE(cg.kernels.size() == 2);
+  CHECK(cg.kernels[0].schedule == "matmul");
+  CHECK(cg.kernels[1].schedule == "row_reduction");
+  CHECK_THAT(cg.explain, Catch::Contains("writes kiln_mm0") && Catch::Contains("reads kiln_mm0 (kernel 0)"));
   // bf16 tensor cores need sm_80.
   CHECK_THROWS_WITH(compiler::compileGraph(matmulGraph(DType::BF16, 64, 64, 64, false, false), {.chip = "sm_75"}),
                     Catch::Contains("sm_80"));
@@ -185,6 +207,24 @@ TEST_CASE("matmul matches the reference: dtypes, layouts, ragged shapes, batches
     test::runAndCheck(matmulGraph(t, 33, 40, 48, false, true, {2, 1}, {3}), {.tolScale = o.tolScale});
     test::runAndCheck(matmulGraph(t, 64, 128, 72, true, false, {4}, {4}), {.tolScale = o.tolScale});
   }
+}
+
+// Graphs with matmuls among other ops (tests/matmul_graphs.h): operands
+// computed by earlier kernels, products normalized or reduced by later
+// ones, chains of matmuls, through the workspace in launch order.
+TEST_CASE("graphs with matmuls among other ops match the reference", "[gpu][matmul]") {
+  test::requireGpu();
+  for (DType t : {DType::BF16, DType::F32})
+    for (const test::MatmulGraphCase& m : test::matmulGraphCases(t)) {
+      INFO(m.c.label);
+      test::RunOptions o;
+      o.dims = m.dims;
+      o.ranges = m.c.ranges;
+      o.relFloor = m.c.relFloor;
+      o.tolScale = m.c.tolScale;
+      Kernel k = test::runAndCheck(m.c.graph, o);
+      CHECK(k.explain().find("matmul") != std::string::npos);
+    }
 }
 
 TEST_CASE("matmul epilogues match the reference", "[gpu][matmul]") {
@@ -315,13 +355,16 @@ TEST_CASE("matmul: small shapes for compute-sanitizer", "[gpu][matmul][memcheck]
 namespace {
 
 // The matmul epilogue's element emitter (cuda_element.cpp) over every op it
-// takes: graphs whose epilogue computes, next to the matmul's own output,
-// each op on inputs of their own (in the op sweep's ranges). Three graphs
-// per float dtype (unary ops; binary ops; where, fma and float casts), so
-// that a kernel stays under the launcher's 64 tensors.
+// takes: graphs whose epilogue computes, next to the matmul's own output c,
+// each op on inputs of their own (in the op sweep's ranges), the first one
+// plus c * 0 (exactly 0: it makes the op part of the epilogue, which takes
+// the nodes that read the product). Three graphs per float dtype (unary
+// ops; binary ops; where, fma and float casts), so that a kernel stays
+// under the launcher's 64 tensors.
 struct EpilogueSweep {
   Graph graph;
   InputRanges ranges;
+  Tensor zero;  // c * 0
   int ops = 0;
 };
 
@@ -329,7 +372,9 @@ std::vector<EpilogueSweep> epilogueSweeps(DType t) {
   const Shape s{64, 72};
   std::vector<EpilogueSweep> out(3);
   for (EpilogueSweep& e : out) {
-    e.graph.output("c", matmul(e.graph.input("ma", t, {64, 16}), e.graph.input("mb", t, {16, 72})));
+    Tensor c = matmul(e.graph.input("ma", t, {64, 16}), e.graph.input("mb", t, {16, 72}));
+    e.graph.output("c", c);
+    e.zero = c * 0.0;
     e.ranges = {{"ma", {-1, 1}}, {"mb", {-1, 1}}};
   }
   // Adds `build` to sweep e under `name` when the DSL takes it and the
@@ -353,6 +398,7 @@ std::vector<EpilogueSweep> epilogueSweeps(DType t) {
       in.push_back(e.graph.input(input, i == 2 && boolC ? DType::Bool : t, s));
       if (auto it = r.find(key); it != r.end()) e.ranges[input] = it->second;
     }
+    in[0] = in[0] + e.zero;
     e.graph.output("y_" + name, build(in));
     ++e.ops;
   };
@@ -380,6 +426,7 @@ TEST_CASE("matmul epilogues: every float op compiles in the epilogue's CUDA C++"
     for (EpilogueSweep& e : epilogueSweeps(t)) {
       INFO(dtypeName(t) << ": " << e.graph.toText().substr(0, 400));
       compiler::CompiledGraph cg = compiler::compileGraph(e.graph, {});
+      INFO(cg.explain);
       REQUIRE(cg.kernels.size() == 1);
       CHECK(cg.kernels[0].schedule == "matmul");
       ops += e.ops;

@@ -15,6 +15,7 @@
 #include "../compiler/src/planner.h"
 #include "gpu_support.h"
 #include "kiln/dsl/text.h"
+#include "matmul_graphs.h"
 #include "random_graphs.h"
 #include "reduction_graphs.h"
 
@@ -347,6 +348,21 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: norm gra
 // fails: any graph compiles). KILN_RANDOM_SEED=S starts from seed S,
 // KILN_RANDOM_GRAPHS=N draws N graphs (default 150), KILN_RANDOM_COMPILED=M
 // compiles the first M of them (default 40).
+// Graphs with matmuls among other ops: the plan's stages (a matmul and its
+// epilogue a kernel each, the rest planned around them) pass their values
+// through the workspace in the right order.
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: graphs with matmuls", "[compile][plan]") {
+  for (DType t : {DType::F32, DType::BF16})
+    for (const test::MatmulGraphCase& m : test::matmulGraphCases(t)) {
+      INFO(m.c.label);
+      const compiler::Plan plan = compiler::planGraph(m.c.graph);
+      INFO(plan.explain);
+      CHECK(plan.kernels.size() == m.kernels);
+      if (std::getenv("KILN_PRINT_PLANS")) std::printf("%s\n%s\n", m.c.label.c_str(), plan.explain.c_str());
+      checkPlan(m.c, m.dims);
+    }
+}
+
 TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random graphs, which also compile",
           "[compile][plan][random]") {
   const char* seedEnv = std::getenv("KILN_RANDOM_SEED");

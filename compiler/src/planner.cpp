@@ -673,6 +673,15 @@ Graph fuseColumnPartials(const Graph& g) {
   });
 }
 
+// How a plan names what it adds: its workspace tensors (prefix + a number)
+// and its kernels (numbered from firstKernel in the explanation). A graph
+// with matmuls is planned in stages (planAroundMatmuls), each stage's plan
+// appended to the last: its names must not meet theirs.
+struct PlanNaming {
+  std::string wsPrefix = "kiln_ws";
+  int firstKernel = 0;
+};
+
 struct KernelInfo {
   KernelPlan::Kind kind;
   Shape domain;          // row groups: the reductions' operand shape; pointwise: the shape
@@ -685,14 +694,13 @@ struct KernelInfo {
 
 class Planner {
  public:
-  explicit Planner(const Graph& g) : g_(g) {
+  Planner(const Graph& g, PlanNaming naming) : g_(g), naming_(std::move(naming)) {
     order_ = g.canonicalOrder();
     for (size_t i = 0; i < order_.size(); ++i) pos_[order_[i]] = static_cast<int>(i);
   }
   Plan run();
 
  private:
-  Plan matmulKernel();
   const std::set<int>& coneGroups(int id);
   bool fits(int id, int kernel) const;
   int ownerFor(int id, bool isOutput);
@@ -715,6 +723,7 @@ class Planner {
   std::set<int> inputsOf(int id);
 
   const Graph& g_;
+  PlanNaming naming_;
   std::vector<int> order_;
   std::map<int, int> pos_;
   std::map<int, int> groupOf_;  // reduction node → kernel index
@@ -968,7 +977,7 @@ void Planner::materialize(int id, int owner, int consumer, const std::string& re
     materialized_.push_back(id);
     kernels_[owner].roots.push_back(id);
     work_.push_back({id, owner});
-    std::string name = "kiln_ws" + std::to_string(wsName_.size());
+    std::string name = naming_.wsPrefix + std::to_string(wsName_.size());
     wsName_[id] = name;
     const Node& n = g_.node(id);
     kernels_[consumer].notes.push_back(name + " (" + typeToString(n.dtype, n.shape) + ", the " +
@@ -1099,7 +1108,8 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
 Plan Planner::run() {
   if (g_.outputs().empty()) throw Error("kiln: compile: the graph has no outputs; mark results with Graph::output");
   for (int id : order_)
-    if (g_.node(id).op == Op::Matmul) return matmulKernel();
+    if (g_.node(id).op == Op::Matmul)
+      throw Error("kiln: internal: a matmul reached the fusion planner (planAroundMatmuls plans it)");
   // 1. Row groups, in topological order of their first reduction.
   for (int id : order_) {
     const Node& n = g_.node(id);
@@ -1208,7 +1218,7 @@ Plan Planner::run() {
   // 4. Sub-graphs.
   Plan plan;
   std::map<int, int> launchIndex;
-  for (size_t i = 0; i < order.size(); ++i) launchIndex[order[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < order.size(); ++i) launchIndex[order[i]] = naming_.firstKernel + static_cast<int>(i);
   for (int m : materialized_) {
     const Node& n = g_.node(m);
     KernelTensor t;
@@ -1287,92 +1297,6 @@ Plan Planner::run() {
 
 }  // namespace
 
-// A graph with a matmul: one kernel, the matmul and its epilogue. The
-// matmul's operands must be graph inputs; every other computed node must be
-// elementwise (float or bool values, see cuda_element.h) over a shape that
-// broadcasts to the matmul's output, so that the kernel computes it per
-// output element from the accumulator and the inputs it reads (bias,
-// residual, runtime scalars); outputs must have the matmul's full shape.
-// Anything else (operands computed in the graph, reductions of the product,
-// views, a second matmul) is refused with the list of what is in the way.
-Plan Planner::matmulKernel() {
-  std::vector<std::string> extra;
-  int matmuls = 0, mmId = -1;
-  for (int id : order_)
-    if (g_.node(id).op == Op::Matmul) {
-      ++matmuls;
-      mmId = id;
-    }
-  const Node& mm = g_.node(mmId);
-  auto broadcastsTo = [](const Shape& s, const Shape& to) {
-    if (s.size() > to.size()) return false;
-    for (size_t i = 0; i < s.size(); ++i) {
-      const Dim& d = s[s.size() - 1 - i];
-      if (!(d == to[to.size() - 1 - i]) && !(d.isStatic() && d.size == 1)) return false;
-    }
-    return true;
-  };
-  for (int id : order_) {
-    const Node& n = g_.node(id);
-    if (n.op == Op::Matmul || n.op == Op::Input || n.op == Op::Scalar || n.op == Op::Constant) continue;
-    const bool ok = matmuls == 1 && cudaElementSupported(g_, n) && broadcastsTo(n.shape, mm.shape);
-    if (!ok) extra.push_back(std::string(opName(n.op)) + " " + typeToString(n.dtype, n.shape));
-  }
-  std::string problems;
-  if (matmuls == 1) {
-    for (int i : mm.inputs)
-      if (g_.node(i).op != Op::Input)
-        problems += "; matmul operand '" + std::string(i == mm.inputs[0] ? "a" : "b") +
-                    "' is computed in the graph (" + std::string(opName(g_.node(i).op)) +
-                    "): operands must be graph inputs";
-    for (const GraphOutput& o : g_.outputs()) {
-      const Node& n = g_.node(o.node);
-      if (!(n.shape == mm.shape) || n.op == Op::Input || n.op == Op::Scalar || n.op == Op::Constant)
-        problems += "; output '" + o.name + "' " + typeToString(n.dtype, n.shape) +
-                    " is not computed per element of the matmul's output " + typeToString(mm.dtype, mm.shape);
-    }
-    for (int id : g_.params())
-      if (g_.node(id).op == Op::Scalar && !(g_.node(id).dtype == DType::F32 || g_.node(id).dtype == DType::BF16 ||
-                                             g_.node(id).dtype == DType::F16 || g_.node(id).dtype == DType::Bool))
-        problems += "; scalar '" + g_.node(id).name + "' is " + std::string(dtypeName(g_.node(id).dtype)) +
-                    " (epilogue scalars are float or bool)";
-  }
-  if (matmuls != 1 || !extra.empty() || !problems.empty()) {
-    std::string what;
-    for (const std::string& e : extra) what += (what.empty() ? "" : ", ") + e;
-    throw Error("kiln: compile: a graph with a matmul compiles to one kernel, the matmul and its epilogue "
-                "(elementwise float ops on its output: bias, activations, residual, scaling, casts); this graph has " +
-                (matmuls > 1 ? std::to_string(matmuls) + " matmuls" : std::string("")) +
-                (matmuls > 1 && !what.empty() ? " and " : "") +
-                (what.empty() ? "" : "ops the epilogue cannot take: " + what) +
-                (problems.empty() ? "" : std::string(what.empty() ? "" : "; ") + problems.substr(2)) +
-                ". Compile the rest (operand preparation, reductions of the product) as separate graphs");
-  }
-  Plan plan;
-  KernelPlan kp;
-  kp.kind = KernelPlan::Kind::Matmul;
-  kp.graph = bindDims(g_, {});
-  std::string epi;
-  int numEpi = 0;
-  for (int id : order_) {
-    const Node& n = g_.node(id);
-    if (isElementwise(n.op)) {
-      ++numEpi;
-      if (numEpi <= 8) epi += (epi.empty() ? "" : " ") + std::string(opName(n.op));
-    }
-  }
-  if (numEpi > 8) epi += " ...";
-  std::string outs;
-  for (const GraphOutput& o : g_.outputs()) outs += (outs.empty() ? "" : ", ") + o.name;
-  kp.why = "kernel 0: matmul " + typeToString(mm.dtype, mm.shape) + (mm.transA ? ", A transposed" : "") +
-           (mm.transB ? ", B transposed" : "") + (mm.tf32 ? ", through tf32" : "") +
-           (numEpi ? ", epilogue of " + std::to_string(numEpi) + " fused elementwise op(s) (" + epi + ")" : "") +
-           ", writes " + outs;
-  plan.explain = kp.why + "\n";
-  plan.kernels.push_back(std::move(kp));
-  return plan;
-}
-
 namespace {
 
 // The one-value-per-row outputs of a row kernel (workspace or graph outputs)
@@ -1381,7 +1305,7 @@ namespace {
 // finish, so the graph is one kernel. The tail reads only what the row
 // kernel writes, takes no scalars and reduces one row (its domain is
 // one-dimensional): one block, as the second kernel was.
-void foldGridTails(Plan& plan) {
+void foldGridTails(Plan& plan, const PlanNaming& naming) {
   const size_t n = plan.kernels.size();
   if (n < 2) return;
   KernelPlan& a = plan.kernels[n - 2];
@@ -1400,7 +1324,7 @@ void foldGridTails(Plan& plan) {
     }
   }
   if (!reduction) return;
-  const std::string counter = "kiln_count" + std::to_string(n - 2);
+  const std::string counter = "kiln_count" + std::to_string(naming.firstKernel + static_cast<int>(n) - 2);
   a.tail = std::make_shared<Graph>(std::move(b.graph));
   a.tailCounter = counter;
   a.workspaceNames.insert(counter);
@@ -1427,15 +1351,314 @@ void foldGridTails(Plan& plan) {
 
 }  // namespace
 
-Plan planGraph(const Graph& g) {
+namespace {
+
+// A graph without matmuls: rewritten for the row schedule, then planned.
+Plan planWithoutMatmuls(const Graph& g, const PlanNaming& naming) {
   // Twice: the first pass may split a reduction into single-axis steps that
   // the second moves to the last axis.
   Graph ng = fuseColumnPartials(sinkReshapes(
       splitLongReductions(normalizeReductions(normalizeReductions(splitColumnReductions(mergeEqualNodes(g)))))));
-  Planner p(ng);
+  Planner p(ng, naming);
   Plan plan = p.run();
-  foldGridTails(plan);
+  foldGridTails(plan, naming);
   return plan;
+}
+
+// A matmul operand that is a transpose of its last two axes (x.T, a permute
+// keeping the batch axes) reads the permute's operand in the other layout
+// (transA/transB) instead of a transposed copy.
+Graph foldMatmulTransposes(const Graph& g) {
+  return rewriteNodes(g, [&](Graph& ng, int, Node c) {
+    if (c.op == Op::Matmul)
+      for (int j = 0; j < 2; ++j)
+        for (;;) {  // x.T.T: twice
+          const Node& p = ng.node(c.inputs[j]);
+          if (p.op != Op::Permute || p.rank() < 2) break;
+          bool swap = p.axes[p.rank() - 1] == p.rank() - 2 && p.axes[p.rank() - 2] == p.rank() - 1;
+          for (int a = 0; a + 2 < p.rank() && swap; ++a) swap = p.axes[a] == a;
+          if (!swap) break;
+          c.inputs[j] = p.inputs[0];
+          bool& t = j == 0 ? c.transA : c.transB;
+          t = !t;
+        }
+    return ng.addNode(std::move(c));
+  });
+}
+
+bool broadcastsTo(const Shape& s, const Shape& to) {
+  if (s.size() > to.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const Dim& d = s[s.size() - 1 - i];
+    if (!(d == to[to.size() - 1 - i]) && !(d.isStatic() && d.size == 1)) return false;
+  }
+  return true;
+}
+
+// A graph with matmuls, planned in stages. Each matmul is one kernel, the
+// matmul and its epilogue: the elementwise float/bool nodes over its output
+// shape that read it (or an earlier node of its epilogue), and otherwise
+// only graph parameters, values computed per element from those (recomputed
+// in the epilogue: a bias times a scalar), or values that earlier stages
+// store. Every other node is planned, by the planner above, in the stage
+// of its matmul depth: the number of matmul kernels on its longest path from
+// the inputs. So the stages run
+//   rest(0), the matmuls of depth 1, rest(1), the matmuls of depth 2, ...
+// and a value one stage computes and a later one reads goes through the
+// workspace (kiln_mm*): a matmul's operand computed in the graph (a norm's
+// output), its product read by a softmax or a reduction, a residual.
+Plan planAroundMatmuls(const Graph& g0) {
+  const Graph g = foldMatmulTransposes(g0);
+  const std::vector<int> order = g.canonicalOrder();
+  std::map<int, int> pos;
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<int>(i);
+  auto isParam = [&](int id) { return g.node(id).op == Op::Input || g.node(id).op == Op::Scalar; };
+  auto isFree = [&](int id) { return isParam(id) || g.node(id).op == Op::Constant; };
+
+  struct Mm {
+    int node;
+    int level;
+    std::vector<int> epilogue;  // topological order
+  };
+  std::vector<Mm> mms;
+  std::map<int, int> kernelOf;  // matmul and epilogue nodes → mms index
+  std::map<int, int> level;     // every node: its matmul depth
+  // Computed per element of mms[m]'s output from parameters only.
+  std::map<std::pair<int, int>, bool> preMemo;
+  std::function<bool(int, int)> pre = [&](int id, int m) -> bool {
+    if (isFree(id)) return true;
+    if (auto it = preMemo.find({id, m}); it != preMemo.end()) return it->second;
+    const Node& n = g.node(id);
+    bool ok = isElementwise(n.op) && cudaElementSupported(g, n) && broadcastsTo(n.shape, g.node(mms[m].node).shape);
+    for (int i : n.inputs) ok = ok && pre(i, m);
+    return preMemo[{id, m}] = ok;
+  };
+  auto before = [&](int a, int b) {  // mms[a]'s kernel runs before mms[b]'s
+    return std::make_pair(mms[a].level, pos[mms[a].node]) < std::make_pair(mms[b].level, pos[mms[b].node]);
+  };
+  for (int id : order) {
+    const Node& n = g.node(id);
+    int lv = 0;
+    for (int i : n.inputs) lv = std::max(lv, level.at(i));
+    if (n.op == Op::Matmul) {
+      kernelOf[id] = static_cast<int>(mms.size());
+      level[id] = lv + 1;
+      mms.push_back({id, lv + 1, {}});
+      continue;
+    }
+    level[id] = lv;
+    if (!isElementwise(n.op) || !cudaElementSupported(g, n)) continue;
+    int best = -1;
+    for (int i : n.inputs)
+      if (kernelOf.count(i) && (best < 0 || before(best, kernelOf[i]))) best = kernelOf[i];
+    if (best < 0 || !(n.shape == g.node(mms[best].node).shape)) continue;
+    bool ok = true;
+    for (int i : n.inputs) {
+      if (kernelOf.count(i)) ok = ok && (kernelOf[i] == best || before(kernelOf[i], best));
+      else ok = ok && (pre(i, best) || level.at(i) < mms[best].level);
+    }
+    if (!ok) continue;
+    kernelOf[id] = best;
+    level[id] = mms[best].level;
+    mms[best].epilogue.push_back(id);
+  }
+
+  // Stages: rest(0), then per depth its matmuls (in topological order) and
+  // rest(depth).
+  int maxLevel = 0;
+  for (const Mm& m : mms) maxLevel = std::max(maxLevel, m.level);
+  struct Stage {
+    int mm = -1;  // a matmul kernel, or -1: the rest of a depth
+    int level = 0;
+  };
+  std::vector<Stage> stages;
+  std::map<int, int> restStage, mmStage;
+  for (int l = 0; l <= maxLevel; ++l) {
+    std::vector<int> here;
+    for (int m = 0; m < static_cast<int>(mms.size()); ++m)
+      if (mms[m].level == l) here.push_back(m);
+    std::sort(here.begin(), here.end(), [&](int a, int b) { return pos[mms[a].node] < pos[mms[b].node]; });
+    for (int m : here) {
+      mmStage[m] = static_cast<int>(stages.size());
+      stages.push_back({m, l});
+    }
+    restStage[l] = static_cast<int>(stages.size());
+    stages.push_back({-1, l});
+  }
+  auto home = [&](int id) { return kernelOf.count(id) ? mmStage.at(kernelOf.at(id)) : restStage.at(level.at(id)); };
+
+  // What each stage computes, reads and writes; from the last stage back,
+  // so that a stage knows which of its values later stages read.
+  const int S = static_cast<int>(stages.size());
+  std::vector<std::set<int>> computed(S), reads(S), params(S);
+  std::vector<std::vector<std::string>> readNotes(S);
+  std::set<int> stored;  // values read by a later stage
+  std::map<int, std::string> wsName;
+  std::vector<std::vector<int>> outputsOf(S);  // graph output indices
+  for (size_t o = 0; o < g.outputs().size(); ++o) {
+    const int id = g.outputs()[o].node;
+    outputsOf[isFree(id) ? restStage.at(0) : home(id)].push_back(static_cast<int>(o));
+  }
+  for (int s = S - 1; s >= 0; --s) {
+    const int m = stages[s].mm;
+    std::function<void(int)> mark = [&](int id) {
+      if (!computed[s].insert(id).second) return;
+      const Node& n = g.node(id);
+      for (size_t j = 0; j < n.inputs.size(); ++j) {
+        const int i = n.inputs[j];
+        if (isParam(i)) params[s].insert(i);
+        else if (g.node(i).op == Op::Constant) computed[s].insert(i);
+        else if (home(i) == s || (m >= 0 && id != mms[m].node && pre(i, m))) mark(i);
+        else {
+          reads[s].insert(i);
+          stored.insert(i);
+          if (m >= 0)
+            readNotes[s].push_back(id == mms[m].node
+                                       ? std::string("its operand ") + (j == 0 ? "a" : "b") + " (" +
+                                             std::string(opName(g.node(i).op)) + ") is computed by an earlier kernel"
+                                       : std::string("its epilogue reads the ") + std::string(opName(g.node(i).op)) +
+                                             " computed by an earlier kernel");
+        }
+      }
+    };
+    for (int o : outputsOf[s]) {
+      const int id = g.outputs()[o].node;
+      if (isParam(id)) params[s].insert(id);
+      else mark(id);
+    }
+    for (int v : stored)
+      if (home(v) == s) mark(v);
+  }
+  // Names of the stored values, in topological order: a graph output is
+  // read back from the output (not written twice), unless a matmul reads it
+  // as an operand (the Hopper kernel's TMA needs the 16-byte alignment that
+  // only the workspace guarantees); others are workspace tensors.
+  std::vector<int> storedOrder(stored.begin(), stored.end());
+  std::sort(storedOrder.begin(), storedOrder.end(), [&](int a, int b) { return pos[a] < pos[b]; });
+  std::set<int> operands;
+  for (const Mm& m : mms)
+    for (int i : g.node(m.node).inputs) operands.insert(i);
+  std::set<std::string> crossNames;  // the workspace ones
+  int numWs = 0;
+  for (int v : storedOrder) {
+    for (const GraphOutput& o : g.outputs())
+      if (o.node == v && !operands.count(v) && !wsName.count(v)) wsName[v] = o.name;
+    if (!wsName.count(v)) {
+      wsName[v] = "kiln_mm" + std::to_string(numWs++);
+      crossNames.insert(wsName[v]);
+    }
+  }
+
+  Plan plan;
+  for (int v : storedOrder) {
+    if (!crossNames.count(wsName[v])) continue;
+    KernelTensor t;
+    t.name = wsName[v];
+    t.dtype = g.node(v).dtype;
+    t.shape = g.node(v).shape;
+    t.workspace = true;
+    plan.workspace.push_back(t);
+  }
+  std::map<int, int> writer;  // stored value → the launch index of its writer
+  for (int s = 0; s < S; ++s) {
+    std::vector<int> storedHere;
+    for (int v : storedOrder)
+      if (home(v) == s) storedHere.push_back(v);
+    if (outputsOf[s].empty() && storedHere.empty()) continue;
+    Graph sg;
+    std::map<int, int> map;
+    for (int p : g.params())
+      if (params[s].count(p)) {
+        const Node& n = g.node(p);
+        map[p] = n.op == Op::Input ? sg.input(n.name, n.dtype, n.shape).id() : sg.scalar(n.name, n.dtype).id();
+      }
+    for (int v : storedOrder)
+      if (reads[s].count(v)) map[v] = sg.input(wsName[v], g.node(v).dtype, g.node(v).shape).id();
+    for (int id : order) {
+      if (!computed[s].count(id) || map.count(id)) continue;
+      Node c = g.node(id);
+      for (int& i : c.inputs) i = map.at(i);
+      map[id] = sg.addNode(std::move(c));
+    }
+    for (int o : outputsOf[s]) sg.output(g.outputs()[o].name, sg.tensor(map.at(g.outputs()[o].node)));
+    for (int v : storedHere)
+      if (crossNames.count(wsName[v])) sg.output(wsName[v], sg.tensor(map.at(v)));
+    const int first = static_cast<int>(plan.kernels.size());
+    // What a kernel of this stage reads from earlier stages, and which
+    // kernel wrote it.
+    auto readsOf = [&](const Graph& kg) {
+      std::string text;
+      for (int p : kg.params())
+        for (int v : storedOrder)
+          if (reads[s].count(v) && wsName[v] == kg.node(p).name)
+            text += (text.empty() ? "" : ", ") + wsName[v] + " (kernel " + std::to_string(writer.at(v)) + ")";
+      return text;
+    };
+    if (stages[s].mm < 0) {
+      Plan sub = planWithoutMatmuls(sg, {"kiln_ws" + std::to_string(s) + "_", first});
+      for (KernelTensor& t : sub.workspace) plan.workspace.push_back(std::move(t));
+      for (KernelPlan& kp : sub.kernels) {
+        if (const std::string r = readsOf(kp.graph); !r.empty())
+          kp.why += "; it reads " + r + ", computed around the graph's matmuls";
+        plan.kernels.push_back(std::move(kp));
+      }
+    } else {
+      const Mm& mm = mms[stages[s].mm];
+      const Node& mn = g.node(mm.node);
+      KernelPlan kp;
+      kp.kind = KernelPlan::Kind::Matmul;
+      kp.graph = std::move(sg);
+      std::string epi;
+      int numEpi = 0;
+      for (int id : order)
+        if (computed[s].count(id) && isElementwise(g.node(id).op)) {
+          ++numEpi;
+          if (numEpi <= 8) epi += (epi.empty() ? "" : " ") + std::string(opName(g.node(id).op));
+        }
+      if (numEpi > 8) epi += " ...";
+      std::string outs;
+      for (const GraphOutput& o : kp.graph.outputs()) outs += (outs.empty() ? "" : ", ") + o.name;
+      kp.why = "kernel " + std::to_string(first) + ": matmul " + typeToString(mn.dtype, mn.shape) +
+               (mn.transA ? ", A transposed" : "") + (mn.transB ? ", B transposed" : "") +
+               (mn.tf32 ? ", through tf32" : "") +
+               (numEpi ? ", epilogue of " + std::to_string(numEpi) + " fused elementwise op(s) (" + epi + ")" : "") +
+               ", writes " + outs;
+      if (const std::string r = readsOf(kp.graph); !r.empty()) {
+        std::set<std::string> seenNote;
+        std::string notes;
+        for (const std::string& nt : readNotes[s])
+          if (seenNote.insert(nt).second) notes += "; " + nt;
+        kp.why += "; reads " + r + notes;
+      }
+      plan.kernels.push_back(std::move(kp));
+    }
+    for (int v : storedHere)
+      for (int k = first; k < static_cast<int>(plan.kernels.size()); ++k)
+        for (const GraphOutput& o : plan.kernels[k].graph.outputs())
+          if (o.name == wsName[v]) writer[v] = k;
+  }
+  // The values between stages are workspace to every kernel that names them;
+  // grid tails' block counters first (their zero must not move with the
+  // dims: foldGridTails).
+  for (KernelPlan& kp : plan.kernels) {
+    for (int p : kp.graph.params())
+      if (crossNames.count(kp.graph.node(p).name)) kp.workspaceNames.insert(kp.graph.node(p).name);
+    for (const GraphOutput& o : kp.graph.outputs())
+      if (crossNames.count(o.name)) kp.workspaceNames.insert(o.name);
+  }
+  std::stable_partition(plan.workspace.begin(), plan.workspace.end(),
+                        [](const KernelTensor& t) { return t.name.rfind("kiln_count", 0) == 0; });
+  for (const KernelPlan& kp : plan.kernels) plan.explain += kp.why + "\n";
+  return plan;
+}
+
+}  // namespace
+
+Plan planGraph(const Graph& g) {
+  const Graph m = mergeEqualNodes(g);
+  for (int id : m.canonicalOrder())
+    if (m.node(id).op == Op::Matmul) return planAroundMatmuls(m);
+  return planWithoutMatmuls(m, {});
 }
 
 }  // namespace kiln::compiler
