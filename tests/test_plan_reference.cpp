@@ -371,6 +371,7 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random g
   const int count = countEnv ? std::atoi(countEnv) : 150;
   const char* compiledEnv = std::getenv("KILN_RANDOM_COMPILED");
   const int compiled = compiledEnv ? std::atoi(compiledEnv) : 40;
+  int withMatmul = 0;
   for (int i = 0; i < count; ++i) {
     const uint64_t seed = first + static_cast<uint64_t>(i);
     test::RandomGraph r = test::randomGraph(seed);
@@ -383,6 +384,11 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random g
     c.relFloor = r.relFloor;
     try {
       checkPlan(c, r.dims);
+      for (const compiler::KernelPlan& k : compiler::planGraph(r.graph).kernels)
+        if (k.kind == compiler::KernelPlan::Kind::Matmul) {
+          ++withMatmul;
+          break;
+        }
       if (i >= compiled) continue;
       const compiler::CompiledGraph cg = compiler::compileGraph(r.graph);
       for (const compiler::CompiledKernel& k : cg.kernels) {
@@ -398,4 +404,6 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random g
       FAIL_CHECK("kiln::Error: " << e.what());
     }
   }
+  std::printf("  %d random graphs from seed %llu, %d with a matmul\n", count, static_cast<unsigned long long>(first),
+              withMatmul);
 }

@@ -1633,19 +1633,30 @@ Plan planAroundMatmuls(const Graph& g0) {
       plan.kernels.push_back(std::move(kp));
     }
     for (int v : storedHere)
-      for (int k = first; k < static_cast<int>(plan.kernels.size()); ++k)
-        for (const GraphOutput& o : plan.kernels[k].graph.outputs())
+      for (int k = first; k < static_cast<int>(plan.kernels.size()); ++k) {
+        const KernelPlan& kp = plan.kernels[k];
+        for (const GraphOutput& o : kp.graph.outputs())
           if (o.name == wsName[v]) writer[v] = k;
+        if (kp.tail)  // (cross_entropy's mean: written by the grid tail)
+          for (const GraphOutput& o : kp.tail->outputs())
+            if (o.name == wsName[v]) writer[v] = k;
+      }
+    for (int v : storedHere)
+      if (!writer.count(v))
+        throw Error("kiln: internal: no kernel of the plan writes " + wsName[v] + " (please report it with `kiln "
+                    "compile --emit=graph`)");
   }
   // The values between stages are workspace to every kernel that names them;
   // grid tails' block counters first (their zero must not move with the
   // dims: foldGridTails).
-  for (KernelPlan& kp : plan.kernels) {
-    for (int p : kp.graph.params())
-      if (crossNames.count(kp.graph.node(p).name)) kp.workspaceNames.insert(kp.graph.node(p).name);
-    for (const GraphOutput& o : kp.graph.outputs())
-      if (crossNames.count(o.name)) kp.workspaceNames.insert(o.name);
-  }
+  for (KernelPlan& kp : plan.kernels)
+    for (const Graph* kg : {&kp.graph, kp.tail.get()}) {
+      if (!kg) continue;
+      for (int p : kg->params())
+        if (crossNames.count(kg->node(p).name)) kp.workspaceNames.insert(kg->node(p).name);
+      for (const GraphOutput& o : kg->outputs())
+        if (crossNames.count(o.name)) kp.workspaceNames.insert(o.name);
+    }
   std::stable_partition(plan.workspace.begin(), plan.workspace.end(),
                         [](const KernelTensor& t) { return t.name.rfind("kiln_count", 0) == 0; });
   for (const KernelPlan& kp : plan.kernels) plan.explain += kp.why + "\n";
