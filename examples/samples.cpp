@@ -110,6 +110,29 @@ Graph crossEntropyBackwardSample() {
   return g;
 }
 
+// Attention scores of one head: softmax(q @ k.T * scale). Two kernels: the
+// matmul (k read transposed in place, the scale in its epilogue), then the
+// softmax's row kernel.
+Graph attentionScoresSample() {
+  Graph g;
+  Tensor q = g.input("q", DType::BF16, {"T", 128});
+  Tensor k = g.input("k", DType::BF16, {"T", 128});
+  g.output("p", softmax(matmul(q, permute(k, {1, 0})) * g.scalar("scale", DType::F32)));
+  return g;
+}
+
+// A pre-norm MLP block: x + gelu_tanh(rmsnorm(x) @ w1.T) @ w2.T, weights
+// stored [out, in] as nn.Linear's. Three kernels: the norm, then each
+// matmul with its epilogue (the activation; the residual).
+Graph mlpBlockSample() {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {"tokens", 4096});
+  Tensor h = rmsnorm(x, g.input("norm_w", DType::BF16, {4096}));
+  Tensor up = gelu_tanh(matmul(h, g.input("w1", DType::BF16, {11008, 4096}), {false, true}));
+  g.output("y", x + matmul(up, g.input("w2", DType::BF16, {4096, 11008}), {false, true}));
+  return g;
+}
+
 }  // namespace
 
 const std::vector<Sample>& all() {
@@ -125,6 +148,8 @@ const std::vector<Sample>& all() {
       {"layernorm_backward", "layernorm's gradients: dx, dweight and dbias", layernormBackwardSample},
       {"softmax_backward", "softmax's gradient from dy and its output y", softmaxBackwardSample},
       {"cross_entropy_backward", "the mean cross-entropy's gradient w.r.t. the logits", crossEntropyBackwardSample},
+      {"attention_scores", "softmax(q @ k.T * scale): a matmul, then a row kernel", attentionScoresSample},
+      {"mlp_block", "x + gelu_tanh(rmsnorm(x) @ w1.T) @ w2.T: a norm, then two matmuls", mlpBlockSample},
   };
   return samples;
 }
