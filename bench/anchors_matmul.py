@@ -21,3 +21,40 @@ a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 w = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 report("gemm bf16 b[N,K] 8192x8192x8192", "cublas", do_bench(lambda: a @ w.t(), warmup=25, rep=200, return_mode="median"),
        2 * 8192 ** 3)
+
+# Blocks with matmuls among other ops (bench_matmul's "block" cases): eager
+# and torch.compile, bf16, L2 flushed by do_bench.
+import math
+import torch.nn.functional as F
+
+T = 4096
+q = torch.randn(T, 128, device=dev, dtype=torch.bfloat16)
+k = torch.randn(T, 128, device=dev, dtype=torch.bfloat16)
+scale = 1 / math.sqrt(128)
+
+
+def attention_scores(q, k):
+    return torch.softmax(q @ k.t() * scale, dim=-1)
+
+
+x = torch.randn(T, 4096, device=dev, dtype=torch.bfloat16)
+norm_w = torch.randn(4096, device=dev, dtype=torch.bfloat16)
+w1 = torch.randn(11008, 4096, device=dev, dtype=torch.bfloat16) / 64
+w2 = torch.randn(4096, 11008, device=dev, dtype=torch.bfloat16) / 64
+
+
+def rmsnorm(x, w, eps=1e-6):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
+
+
+def mlp_block(x, norm_w, w1, w2):
+    return x + F.linear(F.gelu(F.linear(rmsnorm(x, norm_w), w1), approximate="tanh"), w2)
+
+
+for name, fn, args, flops in (("block attention_scores T4096 d128", attention_scores, (q, k), 2 * T * T * 128),
+                              ("block mlp 4096x4096x11008", mlp_block, (x, norm_w, w1, w2), 4 * T * 4096 * 11008)):
+    report(name, "eager", do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median"), flops)
+    compiled = torch.compile(fn)
+    compiled(*args)
+    report(name, "torch.compile", do_bench(lambda: compiled(*args), warmup=25, rep=200, return_mode="median"), flops)

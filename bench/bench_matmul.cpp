@@ -26,10 +26,12 @@
 #include <algorithm>
 #include <tuple>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "kiln/dsl/reference.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/device_buffer.h"
@@ -121,6 +123,122 @@ void runCase(const Case& c, const std::string& config = "") {
   std::printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"check\": \"%s\"}\n", name.c_str(), r.medianUs,
               tflops, bad ? "failed" : "ok");
   std::fflush(stdout);
+}
+
+// Blocks with matmuls among other ops, planned in stages: the samples
+// attention_scores (softmax(q @ k.T * scale), T 4096, head dim 128: the
+// matmul with the scale in its epilogue, then the softmax's row kernel) and
+// mlp_block (x + gelu_tanh(rmsnorm(x) @ w1.T) @ w2.T, 4096 tokens, 4096 ->
+// 11008 -> 4096: the norm's kernel, then the two matmuls with their
+// epilogues). Each checks 4 rows against the reference evaluator (the same
+// block over those rows only: rows are independent; relative error, below
+// `floor` absolute), then times the whole
+// plan (every kernel, one launch call, L2 flushed like do_bench) next to
+// eager and torch.compile from anchors_matmul.py.
+struct Block {
+  std::string name;
+  Graph graph;
+  DimBindings dims;
+  std::map<std::string, double> scalars;
+  std::string rowDim;       // the row dim of the inputs and the output
+  std::vector<std::string> rowInputs;  // inputs whose rows are sampled
+  double flops = 0;
+};
+
+Graph attentionScores(Dim tq, Dim tk) {
+  Graph g;
+  Tensor q = g.input("q", DType::BF16, {tq, 128});
+  Tensor k = g.input("k", DType::BF16, {tk, 128});
+  g.output("p", softmax(matmul(q, permute(k, {1, 0})) * g.scalar("scale", DType::F32)));
+  return g;
+}
+
+Graph mlpBlock(Dim tokens) {
+  Graph g;
+  Tensor x = g.input("x", DType::BF16, {tokens, 4096});
+  Tensor h = rmsnorm(x, g.input("norm_w", DType::BF16, {4096}));
+  Tensor up = gelu_tanh(matmul(h, g.input("w1", DType::BF16, {11008, 4096}), {false, true}));
+  g.output("y", x + matmul(up, g.input("w2", DType::BF16, {4096, 11008}), {false, true}));
+  return g;
+}
+
+void runBlock(const std::string& name, const Graph& g, const Graph& rowsGraph, const DimBindings& dims,
+              const std::map<std::string, double>& scalars, const std::vector<std::string>& rowInputs,
+              const InputRanges& ranges, double flops, double floor) {
+  Kernel k = compile(g);
+  EvalInputs in = randomInputs(g, dims, 20261205, ranges);
+  in.scalars = scalars;
+  std::map<std::string, rt::DeviceBuffer> bufs;
+  Args args;
+  for (int id : g.params()) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Scalar) {
+      args.scalar(n.name, scalars.at(n.name));
+      continue;
+    }
+    const HostTensor& h = in.tensors.at(n.name);
+    rt::DeviceBuffer& b = bufs.emplace(n.name, rt::DeviceBuffer(h.bytes())).first->second;
+    b.upload(h.data(), h.bytes());
+    args.tensor(n.name, TensorView(b.data(), n.dtype, h.shape()));
+  }
+  std::vector<HostTensor> outs;
+  for (const GraphOutput& o : g.outputs()) {
+    const Node& n = g.node(o.node);
+    outs.emplace_back(n.dtype, resolveShape(n.shape, dims));
+    rt::DeviceBuffer& b = bufs.emplace(o.name, rt::DeviceBuffer(outs.back().bytes())).first->second;
+    b.poison();
+    args.tensor(o.name, TensorView(b.data(), n.dtype, outs.back().shape()));
+  }
+  for (const auto& [d, v] : dims) args.dim(d, v);
+  k.launch(args);
+  KILN_CU_CHECK(rt::driver().ctxSynchronize());
+  // 4 rows through the reference: the row-sampled inputs cut to those rows.
+  const int64_t rows = outs[0].shape()[0];
+  const std::vector<int64_t> picked = {0, rows / 3, rows / 2 + 1, rows - 1};
+  EvalInputs rin = in;
+  for (const std::string& r : rowInputs) {
+    const HostTensor& full = in.tensors.at(r);
+    const int64_t len = full.numel() / full.shape()[0];
+    std::vector<int64_t> shape = full.shape();
+    shape[0] = 4;
+    HostTensor cut(full.dtype(), shape);
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < len; ++j) cut.set(i * len + j, full.get(picked[static_cast<size_t>(i)] * len + j));
+    rin.tensors[r] = cut;
+  }
+  rin.dims.clear();
+  const std::vector<EvalOutput> want = evaluate(rowsGraph, rin);
+  HostTensor& got = outs[0];
+  bufs.at(g.outputs()[0].name).download(got.data(), got.bytes());
+  const int64_t len = got.numel() / rows;
+  double worst = 0;
+  int bad = 0;
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < len; ++j) {
+      const double w = want[0].value.get(i * len + j), have = got.get(picked[static_cast<size_t>(i)] * len + j);
+      const double err = std::fabs(have - w) / std::max(std::fabs(w), floor);
+      worst = std::max(worst, err);
+      if (!(err <= 2e-2)) ++bad;  // bf16 output and bf16 intermediates
+    }
+  rt::BenchmarkOptions bo;
+  bo.warmup = 5;
+  bo.iters = 30;
+  bo.flushL2 = true;
+  rt::BenchmarkResult r = rt::benchmark([&] { k.launch(args); }, bo);
+  std::printf("%-34s %9.1f us  %6.1f TFLOP/s  check %s (max rel err %.2e)  %zu kernels:", name.c_str(), r.medianUs,
+              flops / (r.medianUs * 1e-6) / 1e12, bad ? "FAILED" : "ok", worst, k.compiled().kernels.size());
+  for (const auto& ck : k.compiled().kernels) std::printf(" %s", ck.schedule.c_str());
+  std::printf("\n{\"case\": \"%s\", \"us\": %.2f, \"check\": \"%s\"}\n", name.c_str(), r.medianUs,
+              bad ? "failed" : "ok");
+  std::fflush(stdout);
+}
+
+void runBlocks() {
+  const int64_t T = 4096;
+  runBlock("block attention_scores T4096 d128", attentionScores(Dim("T"), Dim("T")), attentionScores(4, T),
+           {{"T", T}}, {{"scale", 1 / std::sqrt(128.0)}}, {"q"}, {}, 2.0 * T * T * 128, 1e-7);
+  runBlock("block mlp 4096x4096x11008", mlpBlock(Dim("tokens")), mlpBlock(4), {{"tokens", T}}, {}, {"x"},
+           {{"w1", {-1 / 64.0, 1 / 64.0}}, {"w2", {-1 / 64.0, 1 / 64.0}}}, 2 * 2.0 * T * 4096 * 11008, 0.1);
 }
 
 // Compile time of one matmul kernel, nothing cached.
@@ -249,6 +367,7 @@ int main(int argc, char** argv) {
             std::printf("%-34s config %s: %s\n", c.name.c_str(), cfg.c_str(), e.what());
           }
       }
+    if (wanted("block")) runBlocks();
     if (wanted("compile")) compileTime();
     if (wanted("warm")) warmStart(argv[0]);
   } catch (const std::exception& e) {
