@@ -128,6 +128,9 @@ TEST_CASE("matmul: graphs with other ops around a matmul compile in stages, each
         for (const auto& r : k.resources) CHECK(r.spillStoreBytes == 0);
       }
       CHECK(matmuls >= 1);
+      // The facade's launch plan takes it (each kernel's tensors found among
+      // the graph's or the workspace's), as `kiln aot` does.
+      CHECK_NOTHROW(compile(m.c.graph, {.chip = "sm_90"}));
     }
   // The transpose of an input, and of a computed value's transpose, are
   // read in place (transA/transB), not copied: one kernel.

@@ -340,7 +340,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
     CompiledKernel k;
     if (kp.kind == KernelPlan::Kind::Matmul) {
       k = buildMatmul(kp, name, options, i);
-      k.why = kp.why;
+      fromPlan(k);  // (its workspace: operands and values between stages)
       k.stages.insert(k.stages.begin(), StageTime{"plan", planMs / numKernels});
     } else if (kp.kind == KernelPlan::Kind::Pointwise) {
       PointwiseGroup group = pointwiseGroupOf(kp);
