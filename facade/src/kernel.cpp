@@ -147,8 +147,11 @@ void loadModules(Kernel::Impl& impl) {
 // launch uses the first compile's geometry and tensor mapping.
 void loadScalarEntries(Kernel::Impl& impl) {
   std::call_once(impl.scalarOnce, [&] {
+    // Kernels that load through TMA (the Hopper matmul) have one entry, for
+    // every launch (launchWithTensorMaps): nothing to build for them.
+    auto wants = [](const PreparedKernel& pk) { return !pk.ownScalar && pk.ck->tensorMaps.empty(); };
     bool needed = false;
-    for (const PreparedKernel& pk : impl.kernels) needed = needed || !pk.ownScalar;
+    for (const PreparedKernel& pk : impl.kernels) needed = needed || wants(pk);
     if (!needed) return;
     compiler::CompileOptions co = impl.options;
     co.variants = compiler::EntryVariants::ScalarOnly;
@@ -166,7 +169,7 @@ void loadScalarEntries(Kernel::Impl& impl) {
                   std::to_string(impl.kernels.size()));
     for (size_t i = 0; i < impl.kernels.size(); ++i) {
       PreparedKernel& pk = impl.kernels[i];
-      if (pk.ownScalar) continue;
+      if (!wants(pk)) continue;
       const compiler::CompiledKernel& ck = impl.scalarCompiled.kernels[i];
       const compiler::LaunchGeometry &a = ck.launch, &b = pk.ck->launch;
       if (ck.name != pk.ck->name) planMismatch(i, ck, *pk.ck, "another name");
