@@ -5,7 +5,8 @@
 # call; before them the [gpu] test of graphs with matmuls among other ops
 # again (call 1 found a launch of a row kernel's scalar entry asking for
 # the Hopper matmul's, which has none); then more random graphs on the GPU
-# (300 from seed 41410000).
+# (300 from seed 41410000); the kiln_torch tests (call 1: the CUDA-graph
+# case's reference was one bf16 rounding off).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 R=$OUT/r; mkdir -p "$R"
@@ -21,5 +22,6 @@ echo "== bench done $SECONDS s"
 left=$((520 - SECONDS))
 KILN_RANDOM_SEED=41410000 KILN_RANDOM_GRAPHS=300 KILN_CACHE_DIR=$(mktemp -d) timeout $left $K/bin/kiln_tests "random graphs match the reference on the GPU" > $R/random.log 2>&1; echo "random rc=$?"
 grep -v "^  %" $R/random.log | tail -40
+timeout 120 python3 tests/torch/test_kiln_torch.py $K/lib/libkiln_lesson07.so $K/lib/libkiln_jit.so > $R/torch-tests.log 2>&1; echo "torch tests rc=$?"; grep -E "PASS|FAIL|passed" $R/torch-tests.log
 echo "== done $SECONDS s"
 cd "$OUT" && tar czf r.tgz r && rm -rf r
