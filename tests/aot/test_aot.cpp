@@ -24,6 +24,7 @@
 #include "kiln/runtime/driver.h"
 #include "rmsnorm.h"
 #include "small_linear.h"
+#include "attention_scores.h"
 #include "softmax.h"
 #include "softmax_long.h"
 #include "softmax_rows.h"
@@ -69,6 +70,10 @@ std::vector<Case> cases() {
   c.push_back({"center_columns", graphOf(kiln_aot::center_columns_graph()), kiln_aot::center_columns_launcher(), {}, {}});
   // A matmul with its epilogue: TMA descriptors encoded at each call.
   c.push_back({"small_linear", graphOf(kiln_aot::small_linear_graph()), kiln_aot::small_linear_launcher(), {}, {}});
+  // A graph with a matmul among other ops (planned in stages): the matmul
+  // (TMA loads, the scale in its epilogue), then the softmax's row kernel.
+  c.push_back({"attention_scores", graphOf(kiln_aot::attention_scores_graph()),
+               kiln_aot::attention_scores_launcher(), {}, {{"scale", 0.088}}});
   return c;
 }
 
@@ -272,7 +277,7 @@ TEST_CASE("ahead-of-time kernels match the reference on the GPU", "[gpu]") {
   requireGpu();
   for (const Case& c : cases()) {
     const std::vector<std::string> dims = c.graph.dynamicDims();
-    const bool tma = c.name == "small_linear";  // needs aligned pointers
+    const bool tma = c.name == "small_linear" || c.name == "attention_scores";  // needs aligned pointers
     if (dims.empty()) {
       runAndCheck(c, {});
       if (!tma) runAndCheck(c, {}, 1);  // unaligned pointers: the scalar entry

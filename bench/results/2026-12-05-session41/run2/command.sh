@@ -4,7 +4,8 @@
 # block) next to eager and torch.compile (anchors_matmul.py) in the same
 # call; before them the [gpu] test of graphs with matmuls among other ops
 # again (call 1 found a launch of a row kernel's scalar entry asking for
-# the Hopper matmul's, which has none); then more random graphs on the GPU
+# the Hopper matmul's, which has none) and the ahead-of-time tests (with
+# attention_scores, a staged plan, among them); then more random graphs on the GPU
 # (300 from seed 41410000); the kiln_torch tests (call 1: the CUDA-graph
 # case's reference was one bf16 rounding off).
 set -uo pipefail
@@ -16,6 +17,7 @@ export LD_LIBRARY_PATH=$K/lib:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 KILN_CACHE_DIR=$(mktemp -d) timeout 150 $K/bin/kiln_tests "graphs with matmuls among other ops match the reference" > $R/matmul-graphs.log 2>&1; echo "tests rc=$?"
 grep -v "^  %" $R/matmul-graphs.log | tail -30
+timeout 120 $K/bin/kiln_aot_tests "[gpu]" > $R/aot.log 2>&1; echo "aot tests rc=$?"; tail -4 $R/aot.log
 KILN_CACHE_DIR=$(mktemp -d) timeout 150 $K/bin/bench_matmul block > $R/bench-blocks.log 2>&1; echo "bench rc=$?"; grep -v '^{' $R/bench-blocks.log
 (cd $K/anchors && timeout 200 python3 anchors_matmul.py) > $R/anchors-matmul.log 2>&1; echo "anchors rc=$?"; grep -v Warning $R/anchors-matmul.log | grep "us\|Error\|error" | tail -12
 echo "== bench done $SECONDS s"
