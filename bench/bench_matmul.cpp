@@ -233,7 +233,39 @@ void runBlock(const std::string& name, const Graph& g, const Graph& rowsGraph, c
   std::fflush(stdout);
 }
 
+// The attention block's kernels alone (KILN_BLOCK_PARTS set): the scaled
+// scores (the matmul and its epilogue) with T dynamic (the output's row
+// stride unknown when compiled: plain stores) and static (TMA stores), the
+// softmax over the stored scores, and the whole block with T static.
+Graph scaledScores(Dim tq, Dim tk) {
+  Graph g;
+  Tensor q = g.input("q", DType::BF16, {tq, 128});
+  Tensor k = g.input("k", DType::BF16, {tk, 128});
+  g.output("s", matmul(q, permute(k, {1, 0})) * g.scalar("scale", DType::F32));
+  return g;
+}
+
+Graph softmaxOf(Dim rows, Dim len) {
+  Graph g;
+  g.output("p", softmax(g.input("s", DType::BF16, {rows, len})));
+  return g;
+}
+
+void runBlockParts() {
+  const int64_t T = 4096;
+  const std::map<std::string, double> scale = {{"scale", 1 / std::sqrt(128.0)}};
+  runBlock("part scores T4096 d128 (T dynamic)", scaledScores(Dim("T"), Dim("T")), scaledScores(4, T), {{"T", T}},
+           scale, {"q"}, {}, 2.0 * T * T * 128, 1e-2);
+  runBlock("part scores T4096 d128 (T static)", scaledScores(T, T), scaledScores(4, T), {}, scale, {"q"}, {},
+           2.0 * T * T * 128, 1e-2);
+  runBlock("part softmax 4096x4096 bf16 (dynamic)", softmaxOf(Dim("T"), Dim("T")), softmaxOf(4, T), {{"T", T}}, {},
+           {"s"}, {{"s", {-3, 3}}}, 0, 1e-7);
+  runBlock("block attention_scores T4096 d128 (T static)", attentionScores(T, T), attentionScores(4, T), {}, scale,
+           {"q"}, {}, 2.0 * T * T * 128, 1e-7);
+}
+
 void runBlocks() {
+  if (std::getenv("KILN_BLOCK_PARTS")) runBlockParts();
   const int64_t T = 4096;
   runBlock("block attention_scores T4096 d128", attentionScores(Dim("T"), Dim("T")), attentionScores(4, T),
            {{"T", T}}, {{"scale", 1 / std::sqrt(128.0)}}, {"q"}, {}, 2.0 * T * T * 128, 1e-7);
