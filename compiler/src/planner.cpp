@@ -673,6 +673,30 @@ Graph fuseColumnPartials(const Graph& g) {
   });
 }
 
+// Copies into `sg` the nodes of `g` a kernel computes (`computes`: graph
+// parameters it reads, and the nodes it computes, in `order`) and the values
+// it reads from other kernels (`reads`: node and tensor name, each an input
+// of sg): parameters first in declaration order, then the reads in the
+// order given, so a kernel's signature is stable. Returns g's ids → sg's.
+std::map<int, int> copyKernelNodes(Graph& sg, const Graph& g, const std::vector<int>& order,
+                                   const std::function<bool(int)>& computes,
+                                   const std::vector<std::pair<int, std::string>>& reads) {
+  std::map<int, int> map;
+  for (int p : g.params())
+    if (computes(p)) {
+      const Node& n = g.node(p);
+      map[p] = n.op == Op::Input ? sg.input(n.name, n.dtype, n.shape).id() : sg.scalar(n.name, n.dtype).id();
+    }
+  for (const auto& [id, name] : reads) map[id] = sg.input(name, g.node(id).dtype, g.node(id).shape).id();
+  for (int id : order) {
+    if (!computes(id) || map.count(id)) continue;
+    Node c = g.node(id);
+    for (int& i : c.inputs) i = map.at(i);
+    map[id] = sg.addNode(std::move(c));
+  }
+  return map;
+}
+
 // How a plan names what it adds: its workspace tensors (prefix + a number)
 // and its kernels (numbered from firstKernel in the explanation). A graph
 // with matmuls is planned in stages (planAroundMatmuls), each stage's plan
@@ -1234,7 +1258,6 @@ Plan Planner::run() {
     KernelPlan kp;
     kp.kind = ki.kind;
     Graph& sg = kp.graph;
-    std::map<int, int> map;
     // Leaves in a stable order: graph params first (declaration order), then
     // workspace reads (first-materialized order).
     std::set<int> needed;
@@ -1248,23 +1271,14 @@ Plan Planner::run() {
       for (int i : g_.node(id).inputs) mark(i, false);
     };
     for (int r : ki.roots) mark(r, true);
-    for (int p : g_.params())
-      if (needed.count(p)) {
-        const Node& n = g_.node(p);
-        map[p] = n.op == Op::Input ? sg.input(n.name, n.dtype, n.shape).id() : sg.scalar(n.name, n.dtype).id();
-      }
+    std::vector<std::pair<int, std::string>> wsInputs;
     for (int m : materialized_)
       if (wsReads.count(m)) {
-        const Node& n = g_.node(m);
-        map[m] = sg.input(wsName_.at(m), n.dtype, n.shape).id();
+        wsInputs.push_back({m, wsName_.at(m)});
         kp.workspaceNames.insert(wsName_.at(m));
       }
-    for (int id : order_) {
-      if (!needed.count(id) || map.count(id)) continue;
-      Node c = g_.node(id);
-      for (int& i : c.inputs) i = map.at(i);
-      map[id] = sg.addNode(std::move(c));
-    }
+    const std::map<int, int> map =
+        copyKernelNodes(sg, g_, order_, [&](int id) { return needed.count(id) > 0; }, wsInputs);
     // Outputs: graph outputs owned here (graph order), then workspace writes.
     for (size_t o = 0; o < g_.outputs().size(); ++o)
       if (outputKernel[o] == k) sg.output(g_.outputs()[o].name, sg.tensor(map.at(g_.outputs()[o].node)));
@@ -1418,7 +1432,6 @@ Plan planAroundMatmuls(const Graph& g0) {
   struct Mm {
     int node;
     int level;
-    std::vector<int> epilogue;  // topological order
   };
   std::vector<Mm> mms;
   std::map<int, int> kernelOf;  // matmul and epilogue nodes → mms index
@@ -1443,7 +1456,7 @@ Plan planAroundMatmuls(const Graph& g0) {
     if (n.op == Op::Matmul) {
       kernelOf[id] = static_cast<int>(mms.size());
       level[id] = lv + 1;
-      mms.push_back({id, lv + 1, {}});
+      mms.push_back({id, lv + 1});
       continue;
     }
     level[id] = lv;
@@ -1460,7 +1473,6 @@ Plan planAroundMatmuls(const Graph& g0) {
     if (!ok) continue;
     kernelOf[id] = best;
     level[id] = mms[best].level;
-    mms[best].epilogue.push_back(id);
   }
 
   // Stages: rest(0), then per depth its matmuls (in topological order) and
@@ -1469,7 +1481,6 @@ Plan planAroundMatmuls(const Graph& g0) {
   for (const Mm& m : mms) maxLevel = std::max(maxLevel, m.level);
   struct Stage {
     int mm = -1;  // a matmul kernel, or -1: the rest of a depth
-    int level = 0;
   };
   std::vector<Stage> stages;
   std::map<int, int> restStage, mmStage;
@@ -1480,10 +1491,10 @@ Plan planAroundMatmuls(const Graph& g0) {
     std::sort(here.begin(), here.end(), [&](int a, int b) { return pos[mms[a].node] < pos[mms[b].node]; });
     for (int m : here) {
       mmStage[m] = static_cast<int>(stages.size());
-      stages.push_back({m, l});
+      stages.push_back({m});
     }
     restStage[l] = static_cast<int>(stages.size());
-    stages.push_back({-1, l});
+    stages.push_back({-1});
   }
   auto home = [&](int id) { return kernelOf.count(id) ? mmStage.at(kernelOf.at(id)) : restStage.at(level.at(id)); };
 
@@ -1566,20 +1577,11 @@ Plan planAroundMatmuls(const Graph& g0) {
       if (home(v) == s) storedHere.push_back(v);
     if (outputsOf[s].empty() && storedHere.empty()) continue;
     Graph sg;
-    std::map<int, int> map;
-    for (int p : g.params())
-      if (params[s].count(p)) {
-        const Node& n = g.node(p);
-        map[p] = n.op == Op::Input ? sg.input(n.name, n.dtype, n.shape).id() : sg.scalar(n.name, n.dtype).id();
-      }
+    std::vector<std::pair<int, std::string>> stageReads;
     for (int v : storedOrder)
-      if (reads[s].count(v)) map[v] = sg.input(wsName[v], g.node(v).dtype, g.node(v).shape).id();
-    for (int id : order) {
-      if (!computed[s].count(id) || map.count(id)) continue;
-      Node c = g.node(id);
-      for (int& i : c.inputs) i = map.at(i);
-      map[id] = sg.addNode(std::move(c));
-    }
+      if (reads[s].count(v)) stageReads.push_back({v, wsName[v]});
+    const std::map<int, int> map = copyKernelNodes(
+        sg, g, order, [&](int id) { return params[s].count(id) > 0 || computed[s].count(id) > 0; }, stageReads);
     for (int o : outputsOf[s]) sg.output(g.outputs()[o].name, sg.tensor(map.at(g.outputs()[o].node)));
     for (int v : storedHere)
       if (crossNames.count(wsName[v])) sg.output(wsName[v], sg.tensor(map.at(v)));
