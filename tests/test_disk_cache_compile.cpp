@@ -89,7 +89,8 @@ void requireSameKernels(const compiler::CompiledGraph& a, const compiler::Compil
     for (size_t t = 0; t < x.tensorMaps.size(); ++t)
       CHECK((x.tensorMaps[t].tensor == y.tensorMaps[t].tensor && x.tensorMaps[t].boxInner == y.tensorMaps[t].boxInner &&
              x.tensorMaps[t].boxRows == y.tensorMaps[t].boxRows &&
-             x.tensorMaps[t].clampRows == y.tensorMaps[t].clampRows));
+             x.tensorMaps[t].clampRows == y.tensorMaps[t].clampRows &&
+             x.tensorMaps[t].whenRowsAligned == y.tensorMaps[t].whenRowsAligned));
     CHECK(x.mlir == y.mlir);
     CHECK(x.ptx == y.ptx);
     CHECK(x.cubin == y.cubin);

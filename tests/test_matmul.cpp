@@ -200,6 +200,19 @@ TEST_CASE("matmul matches the reference: dtypes, layouts, ragged shapes, batches
       o.tolScale = t == DType::F32 ? 16 : 1;
       test::runAndCheck(matmulGraph(t, Dim("M"), 136, 264, false, false), o);
     }
+  // A dynamic N (scores q @ k.T over N keys): the Hopper kernel stores its
+  // inner tiles through TMA where a launch's rows are 16-byte multiples
+  // (N 264, 1000) and from registers where they are not (N 1, 260, 1001).
+  for (DType out : {DType::BF16, DType::F32})
+    for (int64_t n : {1, 260, 264, 1000, 1001}) {
+      INFO("dynamic N " << n << ", " << dtypeName(out) << " output");
+      Graph g;
+      Tensor s = matmul(g.input("q", DType::BF16, {300, 64}), g.input("k", DType::BF16, {"N", 64}), {false, true});
+      g.output("s", cast(s * 0.5, out));
+      test::RunOptions o;
+      o.dims = {{"N", n}};
+      test::runAndCheck(g, o);
+    }
   // Batches: [B, M, K] @ [K, N], and [2, 1, M, K] @ [3, N, K] broadcast.
   for (DType t : {DType::BF16, DType::F32}) {
     INFO(dtypeName(t));
@@ -349,6 +362,14 @@ TEST_CASE("matmul: small shapes for compute-sanitizer", "[gpu][matmul][memcheck]
   test::runAndCheck(linearBiasGelu(DType::BF16, Dim("M"), 136, 264), o);
   test::runAndCheck(matmulGraph(DType::F16, 72, 200, 136, true, true), {});
   test::runAndCheck(matmulGraph(DType::BF16, 40, 64, 72, false, false, {2}, {2}), {});
+  // A dynamic N through TMA stores (N 264) and from registers (N 260).
+  for (int64_t n : {264, 260}) {
+    Graph g;
+    g.output("s", matmul(g.input("q", DType::BF16, {130, 64}), g.input("k", DType::BF16, {"N", 64}), {false, true}));
+    test::RunOptions d;
+    d.dims = {{"N", n}};
+    test::runAndCheck(g, d);
+  }
   // A cluster of 2 over 3 tile rows (the last pair's second CTA beyond M).
   o.dims = {{"M", 300}};
   o.compile.matmulConfigOverride = "{\"cluster_m\": 2, \"block_n\": 128}";

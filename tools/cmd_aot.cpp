@@ -430,7 +430,8 @@ int runAot(int argc, char** argv) {
       std::string axes = "{";
       for (size_t i = 0; i < m.axes.size(); ++i) axes += (i ? ", " : "") + std::to_string(m.axes[i]);
       s << "    s.maps.push_back({" << m.tensor << ", " << dtypeLiteral(m.dtype) << ", " << axes << "}, " << m.boxInner
-        << ", " << m.boxRows << ", " << (m.clampRows ? "true" : "false") << ", " << quoted(m.what) << "});\n";
+        << ", " << m.boxRows << ", " << (m.clampRows ? "true" : "false") << ", " << quoted(m.what) << ", "
+        << (m.whenRowsAligned ? "true" : "false") << "});\n";
     }
     s << "    g.kernels.push_back(std::move(s));\n  }\n";
   }

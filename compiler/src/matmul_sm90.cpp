@@ -136,13 +136,15 @@ std::vector<Sm90MatmulConfig> sm90MatmulSpace() {
 
 int sm90StagingBytes(const Graph& g) {
   const MatmulShape sh = matmulShape(g);
-  if (g.outputs().size() > 2 || !sh.N.isStatic()) return 0;
+  if (g.outputs().size() > 2) return 0;
   int bytes = 0;
   for (const GraphOutput& o : g.outputs()) {
     const DType t = g.node(o.node).dtype;
     if (t != DType::BF16 && t != DType::F16 && t != DType::F32) return 0;
     const int size = static_cast<int>(dtypeSize(t));
-    if ((sh.N.size * size) % 16 != 0) return 0;
+    // A dynamic N is checked at launch (the kernel and the launcher agree
+    // on (N * size) % 16; see TensorMapParam::whenRowsAligned).
+    if (sh.N.isStatic() && (sh.N.size * size) % 16 != 0) return 0;
     bytes += 2 * 64 * 64 * size;
   }
   return bytes;
@@ -431,7 +433,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
           rowBase + " + 16 * w + l / 4 + ((i % 4) >= 2 ? 8 : 0), n0 + 8 * (i / 4) + 2 * (l % 4), d[" +
           std::to_string(h * perHalf) + " + i], d[" + std::to_string(h * perHalf) + " + i + 1]);\n";
   }
-  std::string outMaps, storeTail;
+  std::string outMaps, storeTail, tmaRowsOk;
   if (useTma) {
     // Per 64-column chunk of the tile: wait until this warpgroup's previous
     // stores have read its staging, write the chunk there, make the writes
@@ -444,7 +446,11 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
       const int index = tensorIndex(go.name, true);
       const std::string map = "tmC" + std::to_string(o);
       outMaps += ", const __grid_constant__ KilnTensorMap " + map;
-      k.tensorMaps.push_back({index, 128 / size, 64});
+      // A dynamic N: the launcher encodes the map only where a row's bytes
+      // are a multiple of 16, and the kernel takes the TMA path only then.
+      const bool dynamicN = !sig.N.isStatic();
+      k.tensorMaps.push_back({index, 128 / size, 64, false, dynamicN});
+      if (dynamicN) tmaRowsOk += " && (N * " + std::to_string(size) + ") % 16 == 0";
       for (int box = 0; box < size / 2; ++box)
         stores += "          kiln_tma_store(&" + map + ", kiln_smem(st + " + std::to_string(offset + box * 8192) +
                   "), (int)n0 + ch * 64 + " + std::to_string(box * 128 / size) + ", (int)m0 + c * 64, (int)z);\n";
@@ -471,9 +477,22 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                 "  if (tid == 0) asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\");\n";
   }
   // Tiles wholly inside the output take the branch-free epilogue (through
-  // TMA where it stores the outputs).
-  calls = "    if (m0 + " + std::string("128") + " <= M && n0 + $BN <= N) {\n" + calls +
-          "    } else {\n" + callsEdge + "    }\n";
+  // TMA where it stores the outputs). With a dynamic N whose rows TMA cannot
+  // take (a row's bytes not a multiple of 16), they store from registers.
+  if (!tmaRowsOk.empty()) {
+    std::string inside;
+    for (int h = 0; h < halves; ++h)
+      inside += "#pragma unroll\n      for (int i = 0; i < " + std::to_string(perHalf) +
+                "; i += 2)\n        kiln_epilogue_inside(z, m0 + c * 64 + 16 * w + l / 4 + ((i % 4) >= 2 ? 8 : 0), n0 + 8 * "
+                "(i / 4) + 2 * (l % 4), d[" + std::to_string(h * perHalf) + " + i], d[" + std::to_string(h * perHalf) +
+                " + i + 1]);\n";
+    calls = "    if (kiln_tma_rows && m0 + 128 <= M && n0 + $BN <= N) {\n" + calls +
+            "    } else if (m0 + 128 <= M && n0 + $BN <= N) {\n" + inside + "    } else {\n" + callsEdge + "    }\n";
+    calls = "    const bool kiln_tma_rows = true" + tmaRowsOk + ";\n" + calls;
+  } else {
+    calls = "    if (m0 + " + std::string("128") + " <= M && n0 + $BN <= N) {\n" + calls +
+            "    } else {\n" + callsEdge + "    }\n";
+  }
   std::string what = "C = A @ B" + std::string(g.outputs().size() > 1 || g.node(g.outputs()[0].node).op != Op::Matmul
                                                     ? " with a fused epilogue"
                                                     : "") +

@@ -41,9 +41,10 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
   // while the other's wgmmas do; block_n <= 128).
   bool pingpong = false;
   // Tiles wholly inside the output store through shared memory and TMA
-  // (cooperative consumers; up to 2 outputs of bf16, f16 or f32 with rows
-  // of a static multiple of 16 bytes, when the staging fits next to the
-  // ring); otherwise, and at the edges, straight from registers.
+  // (cooperative consumers; up to 2 outputs of bf16, f16 or f32 whose rows
+  // are a multiple of 16 bytes, when the staging fits next to the ring);
+  // otherwise, and at the edges, straight from registers. A dynamic N is
+  // checked at launch: the kernel takes either path by (N * size) % 16.
   bool tmaStore = true;
   // CTAs per cluster along M (1 or 2): a cluster's CTAs take vertically
   // adjacent tiles and share B's tile, each loading half of it by TMA
@@ -57,7 +58,9 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
 };
 
 // Shared memory of the TMA-store staging for this graph's outputs (both
-// consumers), or 0 when its outputs cannot be stored by TMA.
+// consumers), or 0 when its outputs cannot be stored by TMA (a static N
+// whose rows are not 16-byte multiples counts; a dynamic one is checked at
+// launch).
 KILN_COMPILER_API int sm90StagingBytes(const Graph& g);
 
 // Applies a JSON override (keys: block_n, stages, group_m, pingpong, tma_store, cluster_m, consumer_regs); throws

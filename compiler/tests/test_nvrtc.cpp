@@ -226,6 +226,30 @@ TEST_CASE("the sm_90a matmul kernel stores inner tiles through TMA where its out
   CHECK(sm90StagingBytes(build({DType::Bool}, 512)) == 0);
   CHECK(sm90StagingBytes(build({DType::F32}, 12)) == 2 * 64 * 64 * 4);
   CHECK(sm90StagingBytes(build({DType::BF16}, 12)) == 0);
+  // A dynamic N (attention scores: q @ k.T with T tokens): the output's map
+  // is encoded where a launch's rows are 16-byte multiples, and the kernel
+  // checks the same condition before it takes the TMA path.
+  for (DType out : {DType::BF16, DType::F32}) {
+    INFO("dynamic N, " << dtypeName(out) << " output");
+    Graph g;
+    Tensor y = matmul(g.input("q", DType::BF16, {"T", 128}), g.input("k", DType::BF16, {"T", 128}), {false, true});
+    g.output("s", cast(y * 0.5, out));
+    const int size = static_cast<int>(dtypeSize(out));
+    CHECK(sm90StagingBytes(g) == 2 * 64 * 64 * size);
+    auto cg = kiln::compiler::compileGraph(g, o);
+    const auto& k = cg.kernels.at(0);
+    const Sm90MatmulConfig h = sm90MatmulHeuristic(g, o.smCount);
+    REQUIRE(h.sharedBytes() + sm90StagingBytes(g) <= 227 * 1024);
+    REQUIRE(k.tensorMaps.size() == 3);
+    CHECK_FALSE(k.tensorMaps[0].whenRowsAligned);
+    CHECK_FALSE(k.tensorMaps[1].whenRowsAligned);
+    CHECK(k.tensorMaps[2].whenRowsAligned);
+    CHECK_THAT(k.source, Contains("kiln_tma_rows = true && (N * " + std::to_string(size) + ") % 16 == 0"));
+    CHECK_THAT(k.ptx, Contains("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"));
+    REQUIRE(k.resources.size() == 1);
+    CHECK(k.resources[0].spillStoreBytes == 0);
+    CHECK(k.resources[0].spillLoadBytes == 0);
+  }
   // Turned off by the config: straight stores, two maps.
   o.kernelConfigs[0] = "{\"tma_store\": 0}";
   Graph g = build({DType::BF16}, 512);

@@ -95,8 +95,10 @@ std::vector<compiler::LaunchGeometry::DimRange> rangesFrom(const json& a) {
 // kernels that loop over rows); 8: its dim bounds (dims counted in 32 bits);
 // 9: the dims the vectorized entry needs multiples of (dynamic row lengths);
 // 10: the dim ranges a heuristic config was chosen for (and dim hints in the
-// key); 11: each entry's one-step flag and the one-step entry's dim ranges.
-constexpr int kFormat = 11;
+// key); 11: each entry's one-step flag and the one-step entry's dim ranges;
+// 12: tensor maps encoded only where rows are aligned (TMA stores of a
+// dynamic row length).
+constexpr int kFormat = 12;
 
 }  // namespace
 
@@ -186,7 +188,8 @@ std::vector<uint8_t> serializeCompiled(const compiler::CompiledGraph& cg) {
     jk["source"] = blobs.add(k.source);
     jk["tensor_maps"] = json::array();
     for (const auto& m : k.tensorMaps)
-      jk["tensor_maps"].push_back({{"tensor", m.tensor}, {"box_inner", m.boxInner}, {"box_rows", m.boxRows}, {"clamp_rows", m.clampRows}});
+      jk["tensor_maps"].push_back({{"tensor", m.tensor}, {"box_inner", m.boxInner}, {"box_rows", m.boxRows}, {"clamp_rows", m.clampRows},
+                                    {"when_rows_aligned", m.whenRowsAligned}});
     jk["mlir"] = blobs.add(k.mlir);
     jk["ptx"] = blobs.add(k.ptx);
     jk["cubin"] = blobs.add(k.cubin.data(), k.cubin.size());
@@ -256,7 +259,7 @@ bool deserializeCompiled(std::span<const uint8_t> bytes, compiler::CompiledGraph
       if (jk.contains("tensor_maps"))
         for (const json& m : jk.at("tensor_maps"))
           k.tensorMaps.push_back({m.at("tensor").get<int>(), m.at("box_inner").get<int>(), m.at("box_rows").get<int>(),
-                                  m.value("clamp_rows", false)});
+                                  m.value("clamp_rows", false), m.value("when_rows_aligned", false)});
       k.mlir = blobString(blobs, jk.at("mlir"));
       k.ptx = blobString(blobs, jk.at("ptx"));
       const auto bin = blobAt(blobs, jk.at("cubin"));

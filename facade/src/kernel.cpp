@@ -310,6 +310,7 @@ LaunchPlan planLaunches(const Graph& graph, const compiler::CompiledGraph& cg) {
       rule.boxInner = static_cast<uint32_t>(m.boxInner);
       rule.boxRows = static_cast<uint32_t>(m.boxRows);
       rule.clampRows = m.clampRows;
+      rule.whenRowsAligned = m.whenRowsAligned;
       rule.what = ck.schedule + (t.output ? " output '" : " operand '") + t.name + "' of kernel '" + ck.name + "'";
       for (const Dim& d : t.shape) {
         if (d.isStatic()) rule.axes.push_back(d.size);

@@ -81,11 +81,16 @@ void launchWithTensorMaps(const Function& fn, const LaunchConfig& cfg, const Arg
     uint64_t batch = 1;
     for (size_t a = 0; a + 2 < rank; ++a) batch *= static_cast<uint64_t>(size(r.axes[a]));
     const uint64_t rows = static_cast<uint64_t>(size(r.axes[rank - 2]));
+    const uint64_t inner = static_cast<uint64_t>(size(r.axes[rank - 1]));
+    params[block.size() + m] = &maps[m];
+    if (r.whenRowsAligned && (inner * static_cast<uint64_t>(dtypeSize(r.dtype))) % 16 != 0) {
+      maps[m] = TensorMap{};
+      continue;
+    }
     uint32_t boxRows = r.boxRows;
     if (r.clampRows && rows < boxRows) boxRows = static_cast<uint32_t>((rows + 7) & ~uint64_t(7));
-    encodeTensorMap3d(maps[m], r.what.c_str(), r.dtype, reinterpret_cast<const void*>(block.slot(r.tensor)),
-                      static_cast<uint64_t>(size(r.axes[rank - 1])), rows, batch, r.boxInner, boxRows);
-    params[block.size() + m] = &maps[m];
+    encodeTensorMap3d(maps[m], r.what.c_str(), r.dtype, reinterpret_cast<const void*>(block.slot(r.tensor)), inner,
+                      rows, batch, r.boxInner, boxRows);
   }
   launch(fn, cfg, params.data());
 }

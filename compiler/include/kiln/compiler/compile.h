@@ -127,6 +127,10 @@ struct TensorMapParam {
   // Clamp the box's rows to the tensor's rows rounded up to 8 (for fewer
   // rows than boxRows); the kernel expects that many bytes.
   bool clampRows = false;
+  // Encoded only where a row's bytes are a multiple of 16 (an output whose
+  // row length is a dynamic dim); otherwise the launcher passes a zeroed map
+  // and the kernel, checking the same condition, does not use it.
+  bool whenRowsAligned = false;
 };
 
 struct CompiledKernel {

@@ -44,6 +44,9 @@ struct TensorMapRule {
   uint32_t boxInner = 64, boxRows = 64;
   bool clampRows = false;  // a box of fewer rows (a multiple of 8) when the matrix has fewer
   std::string what;        // "matmul operand 'a' of kernel 'kiln_matmul0'"
+  // Encoded only when a row's bytes are a multiple of 16; a zeroed map
+  // otherwise (the kernel checks the same condition and leaves it alone).
+  bool whenRowsAligned = false;
 };
 
 // Launches `fn` with the packed parameters of `block` followed by the
