@@ -150,6 +150,35 @@ TEST_CASE("matmul: graphs with other ops around a matmul compile in stages, each
   CHECK(cg.kernels[0].schedule == "matmul");
   CHECK(cg.kernels[1].schedule == "row_reduction");
   CHECK_THAT(cg.explain, Catch::Contains("writes kiln_mm0") && Catch::Contains("reads kiln_mm0 (kernel 0)"));
+  // The attention scores' softmax widens the scaled bf16 product to f32:
+  // the matmul stores the bf16 value (half the bytes) and the row kernel
+  // casts it, rather than the epilogue storing the f32 cast.
+  for (DType t : {DType::BF16, DType::F16}) {
+    INFO(dtypeName(t));
+    Graph a;
+    Tensor q = a.input("q", t, {"T", 128});
+    Tensor k = a.input("k", t, {"T", 128});
+    a.output("p", softmax(matmul(q, permute(k, {1, 0})) * a.scalar("scale", DType::F32)));
+    cg = compiler::compileGraph(a, {});
+    INFO(cg.explain);
+    REQUIRE(cg.kernels.size() == 2);
+    REQUIRE(cg.workspace.size() == 1);
+    CHECK(cg.workspace[0].dtype == t);
+    CHECK_THAT(cg.explain, Catch::Contains("epilogue of 1 fused elementwise op(s) (mul)"));
+  }
+  // A widened product that is also a graph output stays in the epilogue
+  // (it is written anyway), and the row kernel reads it back.
+  {
+    Graph a;
+    Tensor s32 = cast(matmul(a.input("q", DType::BF16, {64, 128}), a.input("k", DType::BF16, {128, 96})), DType::F32);
+    a.output("s", s32);
+    a.output("m", max(s32, {1}));
+    cg = compiler::compileGraph(a, {});
+    INFO(cg.explain);
+    REQUIRE(cg.kernels.size() == 2);
+    CHECK(cg.workspace.empty());
+    CHECK_THAT(cg.explain, Catch::Contains("(cast)"));
+  }
   // bf16 tensor cores need sm_80.
   CHECK_THROWS_WITH(compiler::compileGraph(matmulGraph(DType::BF16, 64, 64, 64, false, false), {.chip = "sm_75"}),
                     Catch::Contains("sm_80"));

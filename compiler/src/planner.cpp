@@ -1475,6 +1475,33 @@ Plan planAroundMatmuls(const Graph& g0) {
     level[id] = mms[best].level;
   }
 
+  // An epilogue ends where its values are narrowest: a widening unary node
+  // (a cast of the bf16 product to f32) whose readers all lie in the rest
+  // stages, and which is no graph output, leaves the epilogue; the matmul
+  // kernel then stores its narrower operand and the next stage recomputes
+  // it (attention scores: the bf16 scores, not their f32 cast, half the
+  // bytes written and read back). From the last node back, so that a chain
+  // of widenings goes whole.
+  {
+    std::map<int, std::vector<int>> users;
+    for (int id : order)
+      for (int i : g.node(id).inputs) users[i].push_back(id);
+    std::set<int> outputs;
+    for (const GraphOutput& o : g.outputs()) outputs.insert(o.node);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const int id = *it;
+      const Node& n = g.node(id);
+      auto k = kernelOf.find(id);
+      if (k == kernelOf.end() || n.op == Op::Matmul || n.inputs.size() != 1 || outputs.count(id)) continue;
+      const int in = n.inputs[0];
+      if (!kernelOf.count(in) || kernelOf.at(in) != k->second || dtypeSize(n.dtype) <= dtypeSize(g.node(in).dtype))
+        continue;
+      bool restOnly = !users[id].empty();
+      for (int u : users[id]) restOnly = restOnly && !kernelOf.count(u);
+      if (restOnly) kernelOf.erase(k);
+    }
+  }
+
   // Stages: rest(0), then per depth its matmuls (in topological order) and
   // rest(depth).
   int maxLevel = 0;
