@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Session 42 call 2: the attention block's kernels alone (bench_matmul
+# block with KILN_BLOCK_PARTS: scaled scores with T dynamic and static, the
+# softmax over stored scores, the static block, then the blocks) for the
+# bundle before (old-bundle, d6d941d: no TMA stores for a dynamic N) and
+# after (kiln-bundle: 94bd72d and later, TMA stores where a launch's rows
+# are 16-byte multiples), next to cuBLAS's q @ k.T, torch.compile's
+# softmax alone and the blocks' eager/torch.compile (anchors_matmul.py), in
+# the same call. First three matmul [gpu] tests and the AOT tests on the new
+# bundle (dynamic N through both store paths).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+R=$OUT/r; mkdir -p "$R"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+for b in kiln old; do
+  W=/tmp/$b-bundle; rm -rf $W && mkdir -p $W && xz -dc .device/$b-bundle.tar.xz | tar -C $W -xf -
+  echo "$b bundle $(cat $W/kiln/COMMIT)"
+done
+K=/tmp/kiln-bundle/kiln
+export LD_LIBRARY_PATH=$K/lib:${LD_LIBRARY_PATH:-}
+KILN_CACHE_DIR=$(mktemp -d) timeout 200 $K/bin/kiln_tests "matmul matches the reference*,graphs with matmuls among other ops match the reference,matmul: small shapes for compute-sanitizer" > $R/matmul-tests.log 2>&1; echo "matmul tests rc=$?"
+grep -v "^  %" $R/matmul-tests.log | tail -25
+timeout 100 $K/bin/kiln_aot_tests "[gpu]" > $R/aot.log 2>&1; echo "aot tests rc=$?"; tail -3 $R/aot.log
+echo "== tests done $SECONDS s"
+for b in kiln old; do
+  KB=/tmp/$b-bundle/kiln
+  LD_LIBRARY_PATH=$KB/lib KILN_BLOCK_PARTS=1 KILN_CACHE_DIR=$(mktemp -d) timeout 150 $KB/bin/bench_matmul block > $R/bench-$b.log 2>&1; echo "bench $b rc=$?"; grep -v '^{' $R/bench-$b.log
+done
+timeout 120 python3 - > $R/anchors-parts.log 2>&1 <<'PY'
+import math, torch
+from triton.testing import do_bench
+T = 4096
+q = torch.randn(T, 128, device="cuda", dtype=torch.bfloat16)
+k = torch.randn(T, 128, device="cuda", dtype=torch.bfloat16)
+s = torch.randn(T, T, device="cuda", dtype=torch.bfloat16)
+scale = 1 / math.sqrt(128)
+def b(f): return do_bench(f, warmup=25, rep=200, return_mode="median") * 1e3
+print(f"part scores q @ k.T              cublas        {b(lambda: q @ k.t()):9.1f} us")
+print(f"part scores q @ k.T * scale      eager         {b(lambda: q @ k.t() * scale):9.1f} us")
+sm = torch.compile(lambda s: torch.softmax(s, dim=-1))
+sm(s)
+print(f"part softmax 4096x4096 bf16      torch.compile {b(lambda: sm(s)):9.1f} us")
+print(f"part softmax 4096x4096 bf16      eager         {b(lambda: torch.softmax(s, dim=-1)):9.1f} us")
+PY
+echo "anchors rc=$?"; grep " us" $R/anchors-parts.log
+(cd $K/anchors && timeout 150 python3 anchors_matmul.py) > $R/anchors-matmul.log 2>&1; echo "anchors rc=$?"; grep -v Warning $R/anchors-matmul.log | grep "block" | tail -8
+echo "== done $SECONDS s"
+cd "$OUT" && tar czf r.tgz r && rm -rf r
