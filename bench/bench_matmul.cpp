@@ -165,7 +165,11 @@ Graph mlpBlock(Dim tokens) {
 void runBlock(const std::string& name, const Graph& g, const Graph& rowsGraph, const DimBindings& dims,
               const std::map<std::string, double>& scalars, const std::vector<std::string>& rowInputs,
               const InputRanges& ranges, double flops, double floor) {
-  Kernel k = compile(g);
+  // KILN_BLOCK_MATMUL_CONFIG: a config override for the blocks' matmul
+  // kernels (an A/B against the heuristic in the same run).
+  CompileOptions co;
+  if (const char* c = std::getenv("KILN_BLOCK_MATMUL_CONFIG")) co.matmulConfigOverride = c;
+  Kernel k = compile(g, co);
   EvalInputs in = randomInputs(g, dims, 20261205, ranges);
   in.scalars = scalars;
   std::map<std::string, rt::DeviceBuffer> bufs;

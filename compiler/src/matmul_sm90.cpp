@@ -10,7 +10,9 @@ namespace kiln::compiler {
 std::string Sm90MatmulConfig::json() const {
   return "{\"block_m\": 128, \"block_n\": " + std::to_string(blockN) + ", \"block_k\": 64, \"stages\": " +
          std::to_string(stages) + ", \"group_m\": " + std::to_string(groupM) + ", \"pingpong\": " +
-         std::to_string(pingpong ? 1 : 0) + ", \"tma_store\": " + std::to_string(tmaStore ? 1 : 0) + ", \"cluster_m\": " + std::to_string(clusterM) +
+         std::to_string(pingpong ? 1 : 0) + ", \"tma_store\": " + std::to_string(tmaStore ? 1 : 0) +
+         ", \"staging_buffers\": " + std::to_string(stagingBuffers) +
+         ", \"cluster_m\": " + std::to_string(clusterM) +
          ", \"consumer_regs\": " + std::to_string(consumerRegs) + "}";
 }
 
@@ -30,7 +32,8 @@ bool validBlockN(int bn) { return bn == 64 || bn == 128 || bn == 192 || bn == 25
 void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
   applyIntegerOverrides(json, "matmul (sm_90a kernel)",
                         "block_n: 64, 128, 192 or 256 (ping-pong: 64 or 128); stages: 2 to what shared memory "
-                        "holds; group_m: 1 to 64; pingpong: 0 or 1; tma_store: 0 or 1; cluster_m: 1 or 2 (2: block_n 128 "
+                        "holds; group_m: 1 to 64; pingpong: 0 or 1; tma_store: 0 or 1; staging_buffers: 1, 2 or 4 "
+                        "(dividing block_n / 64); cluster_m: 1 or 2 (2: block_n 128 "
                         "or 256, pingpong 0); consumer_regs: 232 or 240 (producer 40 or 24); block_m: 128; block_k: 64",
                         [&](const std::string& key, int64_t v) {
                           if (key == "block_n" && validBlockN(static_cast<int>(v))) c.blockN = static_cast<int>(v);
@@ -38,6 +41,8 @@ void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
                           else if (key == "group_m" && v >= 1 && v <= 64) c.groupM = static_cast<int>(v);
                           else if (key == "pingpong" && (v == 0 || v == 1)) c.pingpong = v == 1;
                           else if (key == "tma_store" && (v == 0 || v == 1)) c.tmaStore = v == 1;
+                          else if (key == "staging_buffers" && (v == 1 || v == 2 || v == 4))
+                            c.stagingBuffers = static_cast<int>(v);
                           else if (key == "cluster_m" && (v == 1 || v == 2)) c.clusterM = static_cast<int>(v);
                           else if (key == "consumer_regs" && (v == 232 || v == 240)) {
                             // setmaxnreg split of the 64K registers: 128 x producer + 256 x consumer.
@@ -56,6 +61,9 @@ void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
                 "64-wide boxes, so block_n is 128 or 256");
   if (c.clusterM == 2 && c.pingpong)
     throw Error("matmul (sm_90a kernel): config " + c.json() + ": clusters take cooperative consumers (pingpong 0)");
+  if ((c.blockN / 64) % c.stagingBuffers != 0)
+    throw Error("matmul (sm_90a kernel): config " + c.json() + ": staging_buffers must divide the tile's " +
+                std::to_string(c.blockN / 64) + " chunks of 64 columns");
   if (c.sharedBytes() > kMaxShared)
     throw Error("matmul (sm_90a kernel): config " + c.json() + " needs " + std::to_string(c.sharedBytes()) +
                 " bytes of shared memory; at most " + std::to_string(kMaxShared) + " fit");
@@ -100,6 +108,22 @@ Sm90MatmulConfig sm90MatmulHeuristic(const Graph& g, int smCount) {
   // slower on plain GEMMs and did not hide the gelu epilogue on the H200
   // (docs/benchmarks.md).
   c.stages = stagesFor(c.blockN);
+  // A short K (at most 2 k-blocks: attention scores over a head dim of 64
+  // or 128): a tile's wgmmas are short and its epilogue is most of its
+  // time, so the tile's chunks get staging buffers of their own (its stores
+  // drain while the next tile's wgmmas run), paid for with ring stages
+  // (3 still load the next tile during an epilogue).
+  const MatmulShape sh = matmulShape(g);
+  const int staging = sm90StagingBytes(g);
+  if (staging > 0 && sh.K.isStatic() && sh.K.size <= 128) {
+    for (int nb = c.blockN / 64; nb > 1; nb /= 2) {
+      if ((c.blockN / 64) % nb != 0) continue;
+      Sm90MatmulConfig t = c;
+      t.stagingBuffers = nb;
+      t.stages = std::min(c.stages, 3);
+      if (t.sharedBytes() + nb * staging <= kMaxShared) return t;
+    }
+  }
   return c;
 }
 
@@ -121,6 +145,17 @@ std::vector<Sm90MatmulConfig> sm90MatmulSpace() {
             if (cluster == 2 && (c.pingpong || (bn != 128 && bn != 256))) continue;
             out.push_back(c);
           }
+  // Staging buffers per 64-column chunk (short K), with 2 or 3 ring stages.
+  for (int bn : {256, 128})
+    for (int nb : {2, 4})
+      for (int stages : {2, 3}) {
+        if ((bn / 64) % nb != 0) continue;
+        Sm90MatmulConfig c;
+        c.blockN = bn;
+        c.stagingBuffers = nb;
+        c.stages = stages;
+        out.push_back(c);
+      }
   // The register split: the consumers' 232 or 240 registers, for the
   // heuristic's large-problem tiles.
   for (int bn : {256, 128}) {
@@ -342,7 +377,10 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   k.schedule = "matmul";
   k.config = c.json();
   const int staging = sm90StagingBytes(g);
-  const bool useTma = c.tmaStore && !c.pingpong && staging > 0 && c.sharedBytes() + staging <= kMaxShared;
+  if ((c.blockN / 64) % c.stagingBuffers != 0)
+    throw Error("matmul (sm_90a kernel): config " + c.json() + ": staging_buffers must divide block_n / 64");
+  const int nb = c.stagingBuffers;
+  const bool useTma = c.tmaStore && !c.pingpong && staging > 0 && c.sharedBytes() + nb * staging <= kMaxShared;
   MatmulSignature sig = matmulSignature(g, k, true, useTma);
   const Node& mm = *sig.mm;
   const Node& an = g.node(mm.inputs[0]);
@@ -456,10 +494,14 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                   "), (int)n0 + ch * 64 + " + std::to_string(box * 128 / size) + ", (int)m0 + c * 64, (int)z);\n";
       offset += 64 * 64 * size;
     }
-    calls = "      unsigned char* st = smem + $STAGES * $STAGE_BYTES + c * " + std::to_string(staging / 2) + ";\n"
+    // With nb buffers, chunk ch writes buffer ch % nb, whose last stores
+    // were committed nb groups before (one group per chunk, by thread 0):
+    // at most nb - 1 newer groups may still be reading.
+    calls = "      unsigned char* const st0 = smem + $STAGES * $STAGE_BYTES + c * " + std::to_string(nb * staging / 2) + ";\n"
             "#pragma unroll\n"
             "      for (int ch = 0; ch < $BN / 64; ++ch) {\n"
-            "        if (tid == 0) asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\");\n"
+            "        unsigned char* const st = st0 + (ch % " + std::to_string(nb) + ") * " + std::to_string(staging / 2) + ";\n"
+            "        if (tid == 0) asm volatile(\"cp.async.bulk.wait_group.read " + std::to_string(nb - 1) + ";\" ::: \"memory\");\n"
             "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(3 + c) : \"memory\");\n"
             "#pragma unroll\n"
             "        for (int q = 0; q < 32; q += 2) {\n"
@@ -511,7 +553,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   replaceAll(src, "$STORE_CALLS", calls);
   replaceAll(src, "$STORE_TAIL", storeTail);
   replaceAll(src, "$OUT_MAPS", outMaps);
-  replaceAll(src, "$STAGING_BYTES", std::to_string(useTma ? staging : 0));
+  replaceAll(src, "$STAGING_BYTES", std::to_string(useTma ? nb * staging : 0));
   replaceAll(src, "$SCHEME", c.pingpong ? "Ping-pong: consumer c takes every other tile of this CTA (j = c, c + 2, ...), "
                                           "all 128 rows of it, so that one's epilogue overlaps the other's wgmmas."
                                         : "Cooperative: both consumers take every tile of this CTA, 64 rows each.");
@@ -583,7 +625,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   k.launch.tile = {128 * cl, c.blockN};  // one cluster per work unit, at most one block per SM
   k.launch.cluster = cl;
   k.launch.maxBlocks = smCount;
-  k.launch.sharedBytes = c.sharedBytes() + (useTma ? staging : 0);
+  k.launch.sharedBytes = c.sharedBytes() + (useTma ? nb * staging : 0);
   return out;
 }
 

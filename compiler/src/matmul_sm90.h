@@ -50,6 +50,12 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
   // adjacent tiles and share B's tile, each loading half of it by TMA
   // multicast (block_n 128 or 256).
   int clusterM = 1;
+  // TMA-store staging buffers per consumer (1, 2 or 4, dividing block_n /
+  // 64): each 64-column chunk of a tile is staged in buffer chunk % n, so
+  // a chunk waits only for the stores of the chunk n before it to have read
+  // its buffer. More buffers let a tile's stores drain while the next
+  // tile's wgmmas run (short K, where the epilogue is most of a tile).
+  int stagingBuffers = 1;
   int producerRegs = 40; // setmaxnreg for the producer warpgroup
   int consumerRegs = 232;
   std::string json() const;

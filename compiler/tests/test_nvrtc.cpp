@@ -155,7 +155,8 @@ TEST_CASE("the sm_90a matmul kernel compiles without spills for every config of 
     REQUIRE(cg.kernels.size() == 1);
     const kiln::Graph g = linearGelu(kiln::DType::BF16, false, false);
     checkSm90Kernel(cg.kernels[0], c.blockN,
-                    c.tmaStore && !c.pingpong && c.sharedBytes() + sm90StagingBytes(g) <= 227 * 1024);
+                    c.tmaStore && !c.pingpong &&
+                        c.sharedBytes() + c.stagingBuffers * sm90StagingBytes(g) <= 227 * 1024);
     CHECK(cg.kernels[0].config == c.json());
   }
 }
@@ -192,6 +193,11 @@ TEST_CASE("the sm_90a matmul kernel: every layout and dtype, the heuristic's con
   CHECK_THAT(kiln::compiler::compileGraph(odd, o).kernels[0].source, Contains("mma.sync.aligned.m16n8k16"));
   CHECK_THROWS_WITH(applySm90MatmulOverride(*std::make_unique<Sm90MatmulConfig>(), "{\"block_n\": 96}"),
                     Contains("block_n"));
+  CHECK_THROWS_WITH(applySm90MatmulOverride(*std::make_unique<Sm90MatmulConfig>(),
+                                            "{\"block_n\": 192, \"staging_buffers\": 2, \"stages\": 3}"),
+                    Contains("staging_buffers must divide"));
+  CHECK_THROWS_WITH(applySm90MatmulOverride(*std::make_unique<Sm90MatmulConfig>(), "{\"staging_buffers\": 3}"),
+                    Contains("staging_buffers"));
   Sm90MatmulConfig big;
   CHECK_THROWS_WITH(applySm90MatmulOverride(big, "{\"block_n\": 256, \"stages\": 8}"), Contains("shared memory"));
 }
@@ -245,6 +251,15 @@ TEST_CASE("the sm_90a matmul kernel stores inner tiles through TMA where its out
     CHECK_FALSE(k.tensorMaps[1].whenRowsAligned);
     CHECK(k.tensorMaps[2].whenRowsAligned);
     CHECK_THAT(k.source, Contains("kiln_tma_rows = true && (N * " + std::to_string(size) + ") % 16 == 0"));
+    // K = 128: a staging buffer per 64-column chunk where it fits (bf16: 4
+    // buffers next to a 3-stage ring; f32: 2), each chunk waiting only for
+    // the stores of the chunk that used its buffer last.
+    const int nb = out == DType::BF16 ? 4 : 2;
+    CHECK(h.stagingBuffers == nb);
+    CHECK(h.stages == 3);
+    CHECK(k.launch.sharedBytes == h.sharedBytes() + nb * sm90StagingBytes(g));
+    CHECK_THAT(k.source, Contains("cp.async.bulk.wait_group.read " + std::to_string(nb - 1) + ";"));
+    CHECK_THAT(k.config, Contains("\"staging_buffers\": " + std::to_string(nb)));
     CHECK_THAT(k.ptx, Contains("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"));
     REQUIRE(k.resources.size() == 1);
     CHECK(k.resources[0].spillStoreBytes == 0);
