@@ -379,7 +379,16 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   const int staging = sm90StagingBytes(g);
   if ((c.blockN / 64) % c.stagingBuffers != 0)
     throw Error("matmul (sm_90a kernel): config " + c.json() + ": staging_buffers must divide block_n / 64");
-  const int nb = c.stagingBuffers;
+  // Fewer staging buffers where that many do not fit next to the ring (a
+  // tuned config of stages alone over the heuristic's buffers); the kernel's
+  // config says what it got.
+  int nb = c.stagingBuffers;
+  while (nb > 1 && c.sharedBytes() + nb * staging > kMaxShared) nb /= 2;
+  if (nb != c.stagingBuffers) {
+    Sm90MatmulConfig got = c;
+    got.stagingBuffers = nb;
+    k.config = got.json();
+  }
   const bool useTma = c.tmaStore && !c.pingpong && staging > 0 && c.sharedBytes() + nb * staging <= kMaxShared;
   MatmulSignature sig = matmulSignature(g, k, true, useTma);
   const Node& mm = *sig.mm;

@@ -260,6 +260,14 @@ TEST_CASE("the sm_90a matmul kernel stores inner tiles through TMA where its out
     CHECK(k.launch.sharedBytes == h.sharedBytes() + nb * sm90StagingBytes(g));
     CHECK_THAT(k.source, Contains("cp.async.bulk.wait_group.read " + std::to_string(nb - 1) + ";"));
     CHECK_THAT(k.config, Contains("\"staging_buffers\": " + std::to_string(nb)));
+    // A config of 4 stages over those buffers keeps as many as fit beside it.
+    if (out == DType::BF16) {
+      kiln::compiler::CompileOptions four = o;
+      four.kernelConfigs[0] = "{\"stages\": 4}";
+      const auto k4 = kiln::compiler::compileGraph(g, four).kernels.at(0);
+      CHECK_THAT(k4.config, Contains("\"stages\": 4") && Contains("\"staging_buffers\": 2"));
+      CHECK(k4.tensorMaps.size() == 3);
+    }
     CHECK_THAT(k.ptx, Contains("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"));
     REQUIRE(k.resources.size() == 1);
     CHECK(k.resources[0].spillStoreBytes == 0);
