@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Session 42 call 3: call 2 again with the bundle after ade4406 (the
-# attention block's matmul stores the bf16 scores, not their f32 cast;
-# call 2 found the block 18-20 us slower than its parts, which store bf16),
-# next to the old bundle (d6d941d) and the anchors in the same call; then
-# 100 random graphs on the GPU (they draw matmuls) with the time left.
+# Session 42 call 3: call 2 again with the bundle of the commit it prints
+# (ade4406: the attention block's matmul stores the bf16 scores, not their
+# f32 cast: call 2 found the block 18-20 us slower than its parts, which
+# store bf16; c0f33b8: staging buffers per 64-column chunk for K <= 128),
+# once with the heuristic and once with {"staging_buffers": 1, "stages": 4}
+# (the kernel before c0f33b8), next to the old bundle (d6d941d) and the
+# anchors in the same call; then 100 random graphs on the GPU (they draw
+# matmuls) with the time left.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 R=$OUT/r; mkdir -p "$R"
@@ -18,8 +21,11 @@ KILN_CACHE_DIR=$(mktemp -d) timeout 200 $K/bin/kiln_tests "matmul matches the re
 grep -v "^  %" $R/matmul-tests.log | tail -25
 timeout 100 $K/bin/kiln_aot_tests "[gpu]" > $R/aot.log 2>&1; echo "aot tests rc=$?"; tail -3 $R/aot.log
 echo "== tests done $SECONDS s"
-for b in kiln old; do
-  KB=/tmp/$b-bundle/kiln
+for b in kiln kiln1 old; do
+  KB=/tmp/${b%1}-bundle/kiln
+  cfg=; [ $b = kiln1 ] && cfg='{"staging_buffers": 1, "stages": 4}'
+  echo "== $b ${cfg:-heuristic}"
+  if [ -n "$cfg" ]; then export KILN_BLOCK_MATMUL_CONFIG="$cfg"; else unset KILN_BLOCK_MATMUL_CONFIG; fi
   LD_LIBRARY_PATH=$KB/lib KILN_BLOCK_PARTS=1 KILN_CACHE_DIR=$(mktemp -d) timeout 150 $KB/bin/bench_matmul block > $R/bench-$b.log 2>&1; echo "bench $b rc=$?"; grep -v '^{' $R/bench-$b.log
 done
 timeout 120 python3 - > $R/anchors-parts.log 2>&1 <<'PY'
