@@ -5,8 +5,7 @@
 # store bf16; c0f33b8: staging buffers per 64-column chunk for K <= 128),
 # once with the heuristic and once with {"staging_buffers": 1, "stages": 4}
 # (the kernel before c0f33b8), next to the old bundle (d6d941d) and the
-# anchors in the same call; then 100 random graphs on the GPU (they draw
-# matmuls) with the time left.
+# anchors in the same call.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 R=$OUT/r; mkdir -p "$R"
