@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Session 42 call 4 (call 3 never got a device; this is it, cut to the
+# device time left: no old bundle, no parts in python): call 2 again with the bundle of the commit it prints
+# (ade4406: the attention block's matmul stores the bf16 scores, not their
+# f32 cast: call 2 found the block 18-20 us slower than its parts, which
+# store bf16; c0f33b8: staging buffers per 64-column chunk for K <= 128),
+# once with the heuristic and once with {"staging_buffers": 1, "stages": 4}
+# (the kernel before c0f33b8), next to the anchors in the same call.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+R=$OUT/r; mkdir -p "$R"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+for b in kiln; do
+  W=/tmp/$b-bundle; rm -rf $W && mkdir -p $W && xz -dc .device/$b-bundle.tar.xz | tar -C $W -xf -
+  echo "$b bundle $(cat $W/kiln/COMMIT)"
+done
+K=/tmp/kiln-bundle/kiln
+export LD_LIBRARY_PATH=$K/lib:${LD_LIBRARY_PATH:-}
+KILN_CACHE_DIR=$(mktemp -d) timeout 200 $K/bin/kiln_tests "matmul matches the reference*,graphs with matmuls among other ops match the reference,matmul: small shapes for compute-sanitizer" > $R/matmul-tests.log 2>&1; echo "matmul tests rc=$?"
+grep -v "^  %" $R/matmul-tests.log | tail -25
+timeout 100 $K/bin/kiln_aot_tests "[gpu]" > $R/aot.log 2>&1; echo "aot tests rc=$?"; tail -3 $R/aot.log
+echo "== tests done $SECONDS s"
+for b in kiln kiln1; do
+  KB=/tmp/${b%1}-bundle/kiln
+  cfg=; [ $b = kiln1 ] && cfg='{"staging_buffers": 1, "stages": 4}'
+  echo "== $b ${cfg:-heuristic}"
+  if [ -n "$cfg" ]; then export KILN_BLOCK_MATMUL_CONFIG="$cfg"; else unset KILN_BLOCK_MATMUL_CONFIG; fi
+  LD_LIBRARY_PATH=$KB/lib KILN_BLOCK_PARTS=1 KILN_CACHE_DIR=$(mktemp -d) timeout 150 $KB/bin/bench_matmul block > $R/bench-$b.log 2>&1; echo "bench $b rc=$?"; grep -v '^{' $R/bench-$b.log
+done
+(cd $K/anchors && timeout 150 python3 anchors_matmul.py) > $R/anchors-matmul.log 2>&1; echo "anchors rc=$?"; grep -v Warning $R/anchors-matmul.log | grep "block" | tail -8
+echo "== bench done $SECONDS s"
+echo "== done $SECONDS s"
+cd "$OUT" && tar czf r.tgz r && rm -rf r
