@@ -110,12 +110,16 @@ Sm90MatmulConfig sm90MatmulHeuristic(const Graph& g, int smCount) {
   c.stages = stagesFor(c.blockN);
   // A short K (at most 2 k-blocks: attention scores over a head dim of 64
   // or 128): a tile's wgmmas are short and its epilogue is most of its
-  // time, so the tile's chunks get staging buffers of their own (its stores
-  // drain while the next tile's wgmmas run), paid for with ring stages
-  // (3 still load the next tile during an epilogue).
+  // time, so the tile's chunks could get staging buffers of their own (its
+  // stores drain while the next tile's wgmmas run), paid for with ring
+  // stages (3 still load the next tile during an epilogue). Off until the
+  // GPU has run and timed it (session 42 wrote it without device time
+  // left): a config override or the tuner (which checks each candidate's
+  // outputs) takes it meanwhile.
+  constexpr bool kStagingForShortK = false;
   const MatmulShape sh = matmulShape(g);
   const int staging = sm90StagingBytes(g);
-  if (staging > 0 && sh.K.isStatic() && sh.K.size <= 128) {
+  if (kStagingForShortK && staging > 0 && sh.K.isStatic() && sh.K.size <= 128) {
     for (int nb = c.blockN / 64; nb > 1; nb /= 2) {
       if ((c.blockN / 64) % nb != 0) continue;
       Sm90MatmulConfig t = c;

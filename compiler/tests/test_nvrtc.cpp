@@ -251,19 +251,26 @@ TEST_CASE("the sm_90a matmul kernel stores inner tiles through TMA where its out
     CHECK_FALSE(k.tensorMaps[1].whenRowsAligned);
     CHECK(k.tensorMaps[2].whenRowsAligned);
     CHECK_THAT(k.source, Contains("kiln_tma_rows = true && (N * " + std::to_string(size) + ") % 16 == 0"));
-    // K = 128: a staging buffer per 64-column chunk where it fits (bf16: 4
-    // buffers next to a 3-stage ring; f32: 2), each chunk waiting only for
-    // the stores of the chunk that used its buffer last.
+    CHECK(k.launch.sharedBytes == h.sharedBytes() + sm90StagingBytes(g));
+    CHECK_THAT(k.source, Contains("cp.async.bulk.wait_group.read 0;"));
+    // A staging buffer per 64-column chunk where it fits (bf16: 4 buffers
+    // next to a 3-stage ring; f32: 2), each chunk waiting only for the
+    // stores of the chunk that used its buffer last.
     const int nb = out == DType::BF16 ? 4 : 2;
-    CHECK(h.stagingBuffers == nb);
-    CHECK(h.stages == 3);
-    CHECK(k.launch.sharedBytes == h.sharedBytes() + nb * sm90StagingBytes(g));
-    CHECK_THAT(k.source, Contains("cp.async.bulk.wait_group.read " + std::to_string(nb - 1) + ";"));
-    CHECK_THAT(k.config, Contains("\"staging_buffers\": " + std::to_string(nb)));
+    kiln::compiler::CompileOptions staged = o;
+    staged.kernelConfigs[0] = "{\"staging_buffers\": " + std::to_string(nb) + ", \"stages\": 3}";
+    const auto ks = kiln::compiler::compileGraph(g, staged).kernels.at(0);
+    Sm90MatmulConfig sc = h;
+    applySm90MatmulOverride(sc, staged.kernelConfigs[0]);
+    CHECK(ks.launch.sharedBytes == sc.sharedBytes() + nb * sm90StagingBytes(g));
+    CHECK_THAT(ks.source, Contains("cp.async.bulk.wait_group.read " + std::to_string(nb - 1) + ";"));
+    CHECK_THAT(ks.config, Contains("\"staging_buffers\": " + std::to_string(nb)));
+    REQUIRE(ks.resources.size() == 1);
+    CHECK(ks.resources[0].spillStoreBytes == 0);
     // A config of 4 stages over those buffers keeps as many as fit beside it.
     if (out == DType::BF16) {
       kiln::compiler::CompileOptions four = o;
-      four.kernelConfigs[0] = "{\"stages\": 4}";
+      four.kernelConfigs[0] = "{\"staging_buffers\": 4, \"stages\": 4}";
       const auto k4 = kiln::compiler::compileGraph(g, four).kernels.at(0);
       CHECK_THAT(k4.config, Contains("\"stages\": 4") && Contains("\"staging_buffers\": 2"));
       CHECK(k4.tensorMaps.size() == 3);
