@@ -3,8 +3,9 @@
 # (ade4406: the attention block's matmul stores the bf16 scores, not their
 # f32 cast: call 2 found the block 18-20 us slower than its parts, which
 # store bf16; c0f33b8: staging buffers per 64-column chunk for K <= 128),
-# once with the heuristic and once with {"staging_buffers": 1, "stages": 4}
-# (the kernel before c0f33b8), next to the old bundle (d6d941d) and the
+# once with the heuristic (one staging buffer since 6e67313) and once with
+# {"staging_buffers": 4, "stages": 3} (a buffer per chunk: the heuristic's
+# if it is faster and correct), next to the old bundle (d6d941d) and the
 # anchors in the same call.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ timeout 100 $K/bin/kiln_aot_tests "[gpu]" > $R/aot.log 2>&1; echo "aot tests rc=
 echo "== tests done $SECONDS s"
 for b in kiln kiln1 old; do
   KB=/tmp/${b%1}-bundle/kiln
-  cfg=; [ $b = kiln1 ] && cfg='{"staging_buffers": 1, "stages": 4}'
+  cfg=; [ $b = kiln1 ] && cfg='{"staging_buffers": 4, "stages": 3}'
   echo "== $b ${cfg:-heuristic}"
   if [ -n "$cfg" ]; then export KILN_BLOCK_MATMUL_CONFIG="$cfg"; else unset KILN_BLOCK_MATMUL_CONFIG; fi
   LD_LIBRARY_PATH=$KB/lib KILN_BLOCK_PARTS=1 KILN_CACHE_DIR=$(mktemp -d) timeout 150 $KB/bin/bench_matmul block > $R/bench-$b.log 2>&1; echo "bench $b rc=$?"; grep -v '^{' $R/bench-$b.log
