@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -14,8 +15,10 @@
 #include <random>
 #include <set>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
+#include "../compiler/src/planner.h"
 #include "kiln/dsl/graph.h"
 #include "kiln/dsl/ops.h"
 #include "kiln/dsl/text.h"
@@ -793,4 +796,97 @@ TEST_CASE("random graphs of every op and dtype compile", "[compile][random]") {
     }
   }
   std::printf("  %d random graphs compiled, %d of them with a matmul\n", count, matmuls);
+}
+
+// ------------------------------------------------------------ mutated text
+
+// Canonical texts of random graphs, mutated at random (spans deleted,
+// duplicated or moved, tokens swapped for other tokens of the text,
+// numbers changed, stray characters inserted, the end cut off): the parser
+// either returns a graph, which prints canonical text that parses back to
+// itself and which the planner plans, or throws kiln::Error. Any other
+// exception, a crash or a hang is a bug. Fresh mutations each run
+// (KILN_MUTATION_SEED=S repeats a run, KILN_MUTATIONS=N sets its size).
+TEST_CASE("mutated graph text parses or gives a kiln::Error, never anything else", "[text][fuzz]") {
+  const char* seedEnv = std::getenv("KILN_MUTATION_SEED");
+  const char* countEnv = std::getenv("KILN_MUTATIONS");
+  static std::random_device rd;
+  const uint64_t first = seedEnv ? std::strtoull(seedEnv, nullptr, 10) : rd() % 1000000000;
+  const int count = countEnv ? std::atoi(countEnv) : 400;
+  const std::string alphabet = "%=:[]{},\"\n -.0123456789abcdefgilnoprstuvwxyz#NT_";
+  int parsed = 0, planned = 0;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t seed = first + static_cast<uint64_t>(i);
+    std::mt19937_64 rng(seed);
+    auto below = [&](size_t n) { return n == 0 ? size_t{0} : static_cast<size_t>(rng() % n); };
+    std::string text = printGraph(RandomGraphBuilder(seed % 997 + 1).build());
+    // Tokens of the text: runs of letters/digits/'.'/'-'/'%', or one other character.
+    std::vector<std::string> tokens;
+    for (size_t p = 0; p < text.size();) {
+      size_t q = p;
+      auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '%' || ch == '_'; };
+      if (word(text[p]))
+        while (q < text.size() && word(text[q])) ++q;
+      else
+        ++q;
+      tokens.push_back(text.substr(p, q - p));
+      p = q;
+    }
+    const int edits = 1 + static_cast<int>(below(3));
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const size_t at = below(text.size());
+      const size_t len = 1 + below(std::min<size_t>(24, text.size() - at));
+      switch (below(7)) {
+        case 0: text.erase(at, len); break;
+        case 1: text.insert(below(text.size() + 1), text.substr(at, len)); break;
+        case 2: {
+          const std::string span = text.substr(at, len);
+          text.erase(at, len);
+          text.insert(below(text.size() + 1), span);
+          break;
+        }
+        case 3: {  // a token replaced by another token of the text
+          const std::string& from = tokens[below(tokens.size())];
+          const std::string& to = tokens[below(tokens.size())];
+          if (size_t f = text.find(from, below(text.size())); f != std::string::npos) text.replace(f, from.size(), to);
+          break;
+        }
+        case 4: {  // a digit changed, or a number made large, negative or zero
+          const size_t d = text.find_first_of("0123456789", at);
+          if (d == std::string::npos) break;
+          static const char* kNumbers[] = {"0", "1", "-1", "4294967297", "9223372036854775807", "99999999999999999999", "1e400", "nan"};
+          if (rng() % 2) text[d] = static_cast<char>('0' + below(10));
+          else text.replace(d, 1, kNumbers[below(std::size(kNumbers))]);
+          break;
+        }
+        case 5: text.insert(at, 1, alphabet[below(alphabet.size())]); break;
+        default: text.resize(at); break;
+      }
+    }
+    INFO("mutation " << i << " (KILN_MUTATION_SEED=" << seed << " KILN_MUTATIONS=1 repeats it):\n" << text);
+    Graph g;
+    try {
+      g = parseGraph(text, "m.kiln");
+    } catch (const Error& e) {
+      // The message names where: "m.kiln:LINE:COLUMN: ..." or the file.
+      CHECK(std::string(e.what()).rfind("m.kiln", 0) == 0);
+      continue;
+    } catch (const std::exception& e) {
+      FAIL("parseGraph threw a " << typeid(e).name() << ", not a kiln::Error: " << e.what());
+    }
+    ++parsed;
+    const std::string canonical = printGraph(g);
+    CHECK(printGraph(parseGraph(canonical)) == canonical);
+    if (g.outputs().empty()) continue;  // (compile says: no outputs)
+    try {
+      (void)compiler::planGraph(g);
+      ++planned;
+    } catch (const Error& e) {
+      FAIL_CHECK("the DSL took the graph but the planner refused it: " << e.what());
+    } catch (const std::exception& e) {
+      FAIL("planGraph threw a " << typeid(e).name() << ", not a kiln::Error: " << e.what());
+    }
+  }
+  std::printf("  %d mutated texts from seed %llu: %d parsed, %d of them planned\n", count,
+              static_cast<unsigned long long>(first), parsed, planned);
 }
