@@ -275,6 +275,33 @@ output "y" = %15
   }
 }
 
+// Two row groups over other rows (a max over the unit axis of x [1, 7, 1]
+// and an argmin over its 7), an output that reads both stored by the
+// argmin's group, and a sum of that output: the max's group, which can also
+// compute one value per row of it, stored the sum's operand and read the
+// argmin while the argmin's group read the max, a cycle of kernels (random
+// graphs, session 43). The owner of a value must not be a group that
+// another group of its cone already needs.
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: an output of two groups and its sum",
+          "[compile][plan]") {
+  test::GraphCase c;
+  c.graph = parseGraph(R"(kiln.graph v1
+%0 = input "x1" : f32[1, 7, 1]
+%1 = max %0 {axes = [2], keepdim = false} : f32[1, 7]
+%2 = argmin %0 {axis = 1, keepdim = true} : i64[1, 1, 1]
+%3 = le %1, %2 : bool[1, 1, 7]
+%4 = where %3, %2, %1 : f32[1, 1, 7]
+%5 = sum %4 {axes = [0, 1, 2], keepdim = true} : f32[1, 1, 1]
+output "y0" = %5
+output "y1" = %4
+)");
+  c.label = c.graph.toText();
+  c.ranges = {{"x1", {-3, 3}}};
+  checkPlan(c, {});
+  INFO(c.label);
+  CHECK_NOTHROW(compiler::compileGraph(c.graph));
+}
+
 // var/std over several axes, one of them dynamic: no reshape merges them,
 // so the planner takes the law of total variance one axis at a time and
 // counts the values for the correction (session 23; before, "cannot be

@@ -744,6 +744,7 @@ class Planner {
   int newRowGroup(const Shape& domain, bool permuted);
   bool reshapesAfter(int id, int kernel);
   bool waitsFor(int a, int b) const;
+  bool needsGroup(int a, int b);
   std::set<int> inputsOf(int id);
 
   const Graph& g_;
@@ -928,6 +929,23 @@ bool Planner::reshapesAfter(int id, int kernel) {
   return walk(id);
 }
 
+// Whether kernel `a` must run after row group `b`, as far as the plan knows
+// it so far: a's reductions read b's, a already reads a value b stores
+// (transitively), or a stores a value (an output: their owners are chosen
+// before any kernel's reads are) that needs b's reductions. A value whose
+// cone holds both is stored by neither a nor b unless b can run after a:
+// max(x, 2) of x [1, 7, 1] and argmin(x, 1) in two row groups, an output
+// where(|max| <= argmin, argmin, max) stored by the argmin's group, and a
+// sum of it: the max's group, which can also compute a value per row of
+// it, stored the sum's operand for the sum and read the argmin, while the
+// argmin's group read the max (a cycle; found by random graphs, session 43).
+bool Planner::needsGroup(int a, int b) {
+  if (groupNeeds_[a].count(b) || waitsFor(a, b)) return true;
+  for (int r : kernels_[static_cast<size_t>(a)].roots)
+    if (coneGroups(r).count(b)) return true;
+  return false;
+}
+
 // Whether kernel `a` runs after kernel `b` (its dependencies, transitively).
 bool Planner::waitsFor(int a, int b) const {
   std::set<int> seen;
@@ -989,7 +1007,7 @@ int Planner::ownerFor(int id, bool isOutput) {
   for (auto k = gs.rbegin(); k != gs.rend(); ++k) {
     bool before = true;
     for (int other : gs)
-      if (other != *k && groupNeeds_[other].count(*k)) before = false;
+      if (other != *k && needsGroup(other, *k)) before = false;
     if (before && fits(id, *k) && !misreads(id, *k) && !reshapesAfter(id, *k)) return *k;
   }
   return pointwiseKernel(n.shape, "after" + std::to_string(last));
