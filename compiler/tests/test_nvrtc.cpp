@@ -251,20 +251,26 @@ TEST_CASE("the sm_90a matmul kernel stores inner tiles through TMA where its out
     CHECK_FALSE(k.tensorMaps[1].whenRowsAligned);
     CHECK(k.tensorMaps[2].whenRowsAligned);
     CHECK_THAT(k.source, Contains("kiln_tma_rows = true && (N * " + std::to_string(size) + ") % 16 == 0"));
-    CHECK(k.launch.sharedBytes == h.sharedBytes() + sm90StagingBytes(g));
-    CHECK_THAT(k.source, Contains("cp.async.bulk.wait_group.read 0;"));
-    // A staging buffer per 64-column chunk where it fits (bf16: 4 buffers
-    // next to a 3-stage ring; f32: 2), each chunk waiting only for the
-    // stores of the chunk that used its buffer last.
+    // K = 128 (short): the heuristic gives each 64-column chunk a staging
+    // buffer of its own where it fits (bf16: 4 buffers next to a 3-stage
+    // ring; f32: 2), each chunk waiting only for the stores of the chunk
+    // that used its buffer last.
     const int nb = out == DType::BF16 ? 4 : 2;
-    kiln::compiler::CompileOptions staged = o;
-    staged.kernelConfigs[0] = "{\"staging_buffers\": " + std::to_string(nb) + ", \"stages\": 3}";
-    const auto ks = kiln::compiler::compileGraph(g, staged).kernels.at(0);
+    CHECK(h.stagingBuffers == nb);
+    CHECK(h.stages == 3);
+    CHECK(k.launch.sharedBytes == h.sharedBytes() + nb * sm90StagingBytes(g));
+    CHECK_THAT(k.source, Contains("cp.async.bulk.wait_group.read " + std::to_string(nb - 1) + ";"));
+    CHECK_THAT(k.config, Contains("\"staging_buffers\": " + std::to_string(nb)));
+    // One buffer by override: each chunk waits for the previous chunk's
+    // stores to have read it.
+    kiln::compiler::CompileOptions one = o;
+    one.kernelConfigs[0] = "{\"staging_buffers\": 1, \"stages\": 4}";
+    const auto ks = kiln::compiler::compileGraph(g, one).kernels.at(0);
     Sm90MatmulConfig sc = h;
-    applySm90MatmulOverride(sc, staged.kernelConfigs[0]);
-    CHECK(ks.launch.sharedBytes == sc.sharedBytes() + nb * sm90StagingBytes(g));
-    CHECK_THAT(ks.source, Contains("cp.async.bulk.wait_group.read " + std::to_string(nb - 1) + ";"));
-    CHECK_THAT(ks.config, Contains("\"staging_buffers\": " + std::to_string(nb)));
+    applySm90MatmulOverride(sc, one.kernelConfigs[0]);
+    CHECK(ks.launch.sharedBytes == sc.sharedBytes() + sm90StagingBytes(g));
+    CHECK_THAT(ks.source, Contains("cp.async.bulk.wait_group.read 0;"));
+    CHECK_THAT(ks.config, Contains("\"staging_buffers\": 1"));
     REQUIRE(ks.resources.size() == 1);
     CHECK(ks.resources[0].spillStoreBytes == 0);
     // A config of 4 stages over those buffers keeps as many as fit beside it.
