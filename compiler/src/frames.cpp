@@ -56,6 +56,20 @@ Frame operandFrame(const Graph& g, const Node& n, size_t operand, const Frame& f
   }
 }
 
+bool perRowFrame(const Shape& s, const Shape& domain, Frame& out) {
+  const int k = static_cast<int>(domain.size());
+  Frame f(s.size());
+  int j = 0;
+  for (size_t a = 0; a < s.size(); ++a) {
+    if (isUnit(s[a])) continue;
+    while (j + 1 < k && isUnit(domain[static_cast<size_t>(j)])) ++j;
+    if (j + 1 >= k || !(domain[static_cast<size_t>(j)] == s[a])) return false;
+    f[a] = Axis{j++, 1, 0};
+  }
+  out = std::move(f);
+  return true;
+}
+
 bool readsOwnRow(const Node& r, const Shape& operand, const Frame& frame, const Shape& domain) {
   const int k = static_cast<int>(domain.size());
   bool ok = operand == domain;

@@ -43,6 +43,13 @@ bool unitReshape(const Node& n, const Node& x);
 // later kernel.
 bool readsOwnRow(const Node& r, const Shape& operand, const Frame& frame, const Shape& domain);
 
+// The frame of a value of one per row, of shape `s`, in a row kernel over
+// `domain`: its non-unit axes are the domain's non-unit leading axes, in
+// order (the rows' memory layout). False where `s` does not fit so. The
+// row emitter places such outputs by it; the planner sees such values by
+// the same rule (Planner::misreads).
+bool perRowFrame(const Shape& s, const Shape& domain, Frame& out);
+
 // A column partial (a row kernel's sums over its part of the rows): an f32
 // sum over axis 1 of a reshape of a value e of shape [R, D] into
 // [P, R / P, D], of shape [P, D]. The planner makes them

@@ -834,16 +834,7 @@ bool Planner::misreads(int id, int kernel) {
   const int k = static_cast<int>(ki.domain.size());
   const Shape& shape = g_.node(id).shape;
   Frame start = identityFrame(k);
-  if (!(shape == ki.domain)) {
-    start = Frame(shape.size());
-    int j = 0;
-    for (size_t a = 0; a < shape.size(); ++a) {
-      if (isUnit(shape[a])) continue;
-      while (j + 1 < k && isUnit(ki.domain[static_cast<size_t>(j)])) ++j;
-      if (j + 1 >= k || !(ki.domain[static_cast<size_t>(j)] == shape[a])) return false;
-      start[a] = Axis{j++, 1, 0};
-    }
-  }
+  if (!(shape == ki.domain) && !perRowFrame(shape, ki.domain, start)) return false;
   std::set<std::string> seen;
   std::function<bool(int, const Frame&)> visit = [&](int n, const Frame& f) {
     if (!seen.insert(std::to_string(n) + "@" + frameKey(f)).second) return false;

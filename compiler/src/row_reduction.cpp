@@ -162,16 +162,10 @@ class RowEmitter {
   // The frame of a one-value-per-row output: its non-unit axes are the
   // domain's non-unit leading axes in order (the rows' memory layout).
   Frame rowFrame(const Shape& s, const std::string& name, DType dt) const {
-    Frame f(s.size());
-    int j = 0;
-    for (size_t a = 0; a < s.size(); ++a) {
-      if (isUnit(s[a])) continue;
-      while (j + 1 < k_ && isUnit(dom_[j])) ++j;
-      if (j + 1 >= k_ || !(dom_[j] == s[a]))
-        throw Error("kiln: internal: output " + name + " " + typeToString(dt, s) + " does not fit the row domain " +
-                    shapeToString(dom_));
-      f[a] = Axis{j++, 1, 0};
-    }
+    Frame f;
+    if (!perRowFrame(s, dom_, f))
+      throw Error("kiln: internal: output " + name + " " + typeToString(dt, s) + " does not fit the row domain " +
+                  shapeToString(dom_));
     return f;
   }
 
