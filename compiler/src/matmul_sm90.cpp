@@ -292,13 +292,32 @@ $CLUSTER_RANK
   }
 $INIT_SYNC
   // Tile t of the persistent loop: batch z, corner (m0, n0), in groups of
-  // $GROUP_M tile rows so that concurrent CTAs share B tiles in L2.
+  // $GROUP_M tile rows so that concurrent CTAs share B tiles in L2. In 32-bit
+  // arithmetic where the tile count allows (always, but for absurd batches):
+  // a 64-bit division by a runtime value (a dynamic dim) is a long
+  // subroutine, paid between every two tiles.
+  const bool kiln_t32 = numTiles <= 0xFFFFFFFFLL;
+  const unsigned kiln_tpb32 = (unsigned)tilesPerBatch, kiln_um32 = (unsigned)unitsM;
+  const unsigned kiln_gs32 = $GROUP_M * tilesN > 0xFFFFFFFFLL ? 0xFFFFFFFFu : (unsigned)($GROUP_M * tilesN);
 #define KILN_TILE(t)                                                                  \
-  const long long z = (t) / tilesPerBatch, r = (t) - z * tilesPerBatch;              \
-  const long long group = r / ($GROUP_M * tilesN), first = group * $GROUP_M;          \
-  const long long rows = unitsM - first < $GROUP_M ? unitsM - first : $GROUP_M;       \
-  const long long inGroup = r - group * $GROUP_M * tilesN;                            \
-  const long long m0 = ((first + inGroup % rows) * $CLUSTER + kiln_crank) * 128, n0 = (inGroup / rows) * $BN;
+  long long z, m0, n0;                                                                \
+  if (kiln_t32) {                                                                     \
+    const unsigned t32 = (unsigned)(t), z32 = t32 / kiln_tpb32, r = t32 - z32 * kiln_tpb32; \
+    const unsigned group = r / kiln_gs32, first = group * $GROUP_M;                   \
+    const unsigned rows = kiln_um32 - first < $GROUP_M ? kiln_um32 - first : $GROUP_M; \
+    const unsigned inGroup = r - group * kiln_gs32;                                   \
+    z = z32;                                                                          \
+    m0 = ((long long)(first + inGroup % rows) * $CLUSTER + kiln_crank) * 128;         \
+    n0 = (long long)(inGroup / rows) * $BN;                                           \
+  } else {                                                                            \
+    z = (t) / tilesPerBatch;                                                          \
+    const long long r = (t) - z * tilesPerBatch;                                      \
+    const long long group = r / ($GROUP_M * tilesN), first = group * $GROUP_M;        \
+    const long long rows = unitsM - first < $GROUP_M ? unitsM - first : $GROUP_M;     \
+    const long long inGroup = r - group * $GROUP_M * tilesN;                          \
+    m0 = ((first + inGroup % rows) * $CLUSTER + kiln_crank) * 128;                    \
+    n0 = (inGroup / rows) * $BN;                                                      \
+  }
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 $PRODUCER_REGS;");
     if (tid == 0) {
