@@ -302,6 +302,35 @@ output "y1" = %4
   CHECK_NOTHROW(compiler::compileGraph(c.graph));
 }
 
+// exp(reshape(expand(s))) of a statistic s, read by an output and, through
+// a reshape, by another: the reshape's pointwise kernel computes the exp
+// itself (before, the output's kernel stored the exp's operand for it and
+// read the exp back from it: a cycle of kernels; found by the text form's
+// random graphs, seed 44970280, session 44).
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a reshape of a value of a statistic, read twice",
+          "[compile][plan]") {
+  for (const char* t : {"f32", "f16"}) {
+    test::GraphCase c;
+    c.graph = parseGraph(std::string(R"(kiln.graph v1
+%0 = input "x" : )") + t + R"([4]
+%1 = sum %0 {axes = [0], keepdim = true} : )" + t + R"([1]
+%2 = expand %1 : )" + t + R"([2, 3]
+%3 = reshape %2 : )" + t + R"([3, 2]
+%4 = exp %3 : )" + t + R"([3, 2]
+%5 = relu %4 : )" + t + R"([3, 2]
+%6 = reshape %4 : )" + t + R"([6, 1]
+%7 = neg %6 : )" + t + R"([6, 1]
+output "a" = %5
+output "b" = %7
+)");
+    c.label = c.graph.toText();
+    c.ranges = {{"x", {-1, 1}}};
+    checkPlan(c, {});
+    INFO(c.label);
+    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+  }
+}
+
 // var/std over several axes, one of them dynamic: no reshape merges them,
 // so the planner takes the law of total variance one axis at a time and
 // counts the values for the correction (session 23; before, "cannot be

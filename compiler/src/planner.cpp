@@ -1082,6 +1082,17 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
     // alternating shapes, a permute of a unit reshape of a value needing a
     // statistic, each stored by the pointwise kernel of its shape, made a
     // cycle; found by random graphs, session 40).
+    // A value of this pointwise kernel's own shape that another pointwise
+    // kernel would store: computed here, in the same iteration space, not
+    // stored only to be read back. (exp(reshape(expand(s))) of a statistic
+    // s, read by an output and by a reshape of it: the reshape's kernel of
+    // its own, which computes the exp, had the output's kernel store the
+    // exp's operand, while the output's kernel read the exp from it: a
+    // cycle; found by random graphs, session 44.)
+    if (owner != kernel && own == owner_.end() && kind == KernelPlan::Kind::Pointwise && n.shape == domain &&
+        kernels_[static_cast<size_t>(owner)].kind == KernelPlan::Kind::Pointwise &&
+        kernels_[static_cast<size_t>(owner)].domain == domain)
+      owner = kernel;
     const bool view = n.op == Op::Permute || n.op == Op::Expand || n.op == Op::Slice ||
                       (n.op == Op::Reshape && unitReshape(n, g_.node(n.inputs[0])));
     if (owner != kernel && own == owner_.end() && kind == KernelPlan::Kind::Pointwise &&
