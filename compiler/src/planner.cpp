@@ -1077,31 +1077,32 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
     // kernel of its own, say: this kernel computes it.)
     auto own = owner_.find(id);
     int owner = own != owner_.end() ? own->second : ownerFor(id, false);
-    // A view or elementwise value whose kernel already waits for this
-    // pointwise kernel: computed here, from what it reads (views of
-    // alternating shapes, a permute of a unit reshape of a value needing a
-    // statistic, each stored by the pointwise kernel of its shape, made a
-    // cycle; found by random graphs, session 40).
-    // A value of this pointwise kernel's own shape that another pointwise
-    // kernel would store: computed here, in the same iteration space, not
-    // stored only to be read back. (exp(reshape(expand(s))) of a statistic
-    // s, read by an output and by a reshape of it: the reshape's kernel of
-    // its own, which computes the exp, had the output's kernel store the
-    // exp's operand, while the output's kernel read the exp from it: a
-    // cycle; found by random graphs, session 44.)
-    if (owner != kernel && own == owner_.end() && kind == KernelPlan::Kind::Pointwise && n.shape == domain &&
-        kernels_[static_cast<size_t>(owner)].kind == KernelPlan::Kind::Pointwise &&
-        kernels_[static_cast<size_t>(owner)].domain == domain)
-      owner = kernel;
-    const bool view = n.op == Op::Permute || n.op == Op::Expand || n.op == Op::Slice ||
-                      (n.op == Op::Reshape && unitReshape(n, g_.node(n.inputs[0])));
+    // Where another pointwise kernel would store it, this pointwise kernel
+    // computes the value itself
+    //  - if the value has this kernel's own shape: the same iteration space,
+    //    so storing it elsewhere only to read it back is waste (and was a
+    //    cycle: exp(reshape(expand(s))) of a statistic s, read by an output
+    //    and by a reshape of it: the reshape's kernel, which computes the
+    //    exp, had the output's kernel store the exp's operand, while the
+    //    output's kernel read the exp from it; random graphs, session 44);
+    //  - if that kernel already waits for this one and the value is a view
+    //    or elementwise (views of alternating shapes, a permute of a unit
+    //    reshape of a value needing a statistic, each stored by the
+    //    pointwise kernel of its shape, made a cycle; random graphs, session
+    //    40); a reshape then gets a pointwise kernel of its own.
     if (owner != kernel && own == owner_.end() && kind == KernelPlan::Kind::Pointwise &&
-        kernels_[static_cast<size_t>(owner)].kind == KernelPlan::Kind::Pointwise && waitsFor(owner, kernel)) {
-      if (view || isElementwise(n.op)) {
+        kernels_[static_cast<size_t>(owner)].kind == KernelPlan::Kind::Pointwise) {
+      const bool view = n.op == Op::Permute || n.op == Op::Expand || n.op == Op::Slice ||
+                        (n.op == Op::Reshape && unitReshape(n, g_.node(n.inputs[0])));
+      if (n.shape == domain && kernels_[static_cast<size_t>(owner)].domain == domain) {
         owner = kernel;
-      } else {  // (a reshape: a pointwise kernel of its own)
-        const std::string& key = kernels_[static_cast<size_t>(owner)].key;
-        owner = pointwiseKernel(n.shape, key.substr(key.find('@') + 1) + "/value%" + std::to_string(id));
+      } else if (waitsFor(owner, kernel)) {
+        if (view || isElementwise(n.op)) {
+          owner = kernel;
+        } else {
+          const std::string& key = kernels_[static_cast<size_t>(owner)].key;
+          owner = pointwiseKernel(n.shape, key.substr(key.find('@') + 1) + "/value%" + std::to_string(id));
+        }
       }
     }
     if (owner != kernel) {
