@@ -331,6 +331,43 @@ output "b" = %7
   }
 }
 
+// v = fma(s, expand(s)) of a statistic s, read by an output through a
+// slice and by another through a reshape, and a min over a permute of the
+// expand: the output's pointwise kernel stores the expand (for the min's
+// row kernel), the reshape's operand v gets a pointwise kernel of its own
+// over the same shape, and each read the other's value back (a cycle of
+// kernels; found by the text form's random graphs, seed 46000924, session
+// 45). Now a pointwise kernel computes a value of its own shape that
+// another pointwise kernel of that shape stores.
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a value of a statistic stored for a reshape, "
+          "read by a same-shaped kernel",
+          "[compile][plan]") {
+  for (const char* t : {"i32", "f32"}) {
+    const std::string acc = std::string(t) == "i32" ? "i64" : "f32";
+    test::GraphCase c;
+    c.graph = parseGraph(std::string(R"(kiln.graph v1
+%0 = input "x0" : )") + t + R"([2]
+%1 = prod %0 {axes = [0], keepdim = false} : )" + acc + R"(
+%2 = reshape %1 : )" + acc + R"([1, 1, 1]
+%3 = expand %2 : )" + acc + R"([2, 1, 3]
+%4 = min %3 {axes = [0], keepdim = false} : )" + acc + R"([1, 3]
+%5 = const -37.78242874145508 : f32 weak
+%6 = fma %2, %3, %5 : f32[2, 1, 3]
+%7 = cast %6 : f32[2, 1, 3]
+%8 = slice %7 {axis = 2, start = 0, end = 3, step = 1} : f32[2, 1, 3]
+%9 = reshape %7 : f32[3, 2]
+output "a" = %8
+output "b" = %9
+output "c" = %4
+)");
+    c.label = c.graph.toText();
+    c.ranges = {{"x0", {-3, 3}}};
+    checkPlan(c, {});
+    INFO(c.label);
+    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+  }
+}
+
 // var/std over several axes, one of them dynamic: no reshape merges them,
 // so the planner takes the law of total variance one axis at a time and
 // counts the values for the correction (session 23; before, "cannot be

@@ -1,6 +1,8 @@
 #include "planner.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "cuda_element.h"
 #include "frames.h"
 #include "kiln/dsl/ops.h"
+#include "kiln/dsl/text.h"
 
 namespace kiln::compiler {
 
@@ -1032,9 +1035,25 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   // A value another kernel stores is read back only where this kernel could
   // not compute it itself (reading what a later kernel writes would be a
   // cycle).
+  // A pointwise kernel computes a value of its own shape that another
+  // pointwise kernel of that shape stores, instead of reading it: the same
+  // iteration space (the rule in the branch below, for values another
+  // kernel already stores). Reading it back was a cycle: out = slice(v) and
+  // reshape(v) of v = fma(s, expand(s)), s a statistic, and a min over a
+  // permute of the expand: the reshape's operand v got a pointwise kernel of
+  // its own, which read the expand from the output's kernel (stored there
+  // for the min), while the output's kernel read v from it; random graphs,
+  // session 45.
   std::set<int> foreign = coneGroups(id);
   foreign.erase(kernel);
-  if (auto it = owner_.find(id); it != owner_.end() && it->second != kernel && !foreign.empty()) {
+  auto sameSpace = [&](int other) {
+    const KernelInfo& a = kernels_[static_cast<size_t>(kernel)];
+    const KernelInfo& b = kernels_[static_cast<size_t>(other)];
+    return a.kind == KernelPlan::Kind::Pointwise && b.kind == KernelPlan::Kind::Pointwise && a.domain == b.domain &&
+           n.shape == a.domain;
+  };
+  if (auto it = owner_.find(id);
+      it != owner_.end() && it->second != kernel && !foreign.empty() && !sameSpace(it->second)) {
     kernels_[kernel].deps.insert(it->second);
     reads_.insert({kernel, id});
     return;
@@ -1077,6 +1096,7 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
     // kernel of its own, say: this kernel computes it.)
     auto own = owner_.find(id);
     int owner = own != owner_.end() ? own->second : ownerFor(id, false);
+    if (own != owner_.end() && sameSpace(owner)) owner = kernel;  // (see sameSpace above)
     // Where another pointwise kernel would store it, this pointwise kernel
     // computes the value itself
     //  - if the value has this kernel's own shape: the same iteration space,
@@ -1247,6 +1267,20 @@ Plan Planner::run() {
   // 3. Launch order: dependencies first, then creation order.
   const int nk = static_cast<int>(kernels_.size());
   std::vector<int> order, state(nk, 0);
+  // KILN_DEBUG_PLAN: the kernels, their roots, dependencies and reads, to
+  // stderr before they are ordered (where a plan has a cycle, say).
+  if (std::getenv("KILN_DEBUG_PLAN")) {
+    std::fprintf(stderr, "%s", printGraph(g_).c_str());
+    for (int k = 0; k < nk; ++k) {
+      std::fprintf(stderr, "K%d %s %s roots:", k, kernels_[k].kind == KernelPlan::Kind::Pointwise ? "pw" : "row",
+                   kernels_[k].key.empty() ? shapeToString(kernels_[k].domain).c_str() : kernels_[k].key.c_str());
+      for (int r : kernels_[k].roots) std::fprintf(stderr, " %%%d", r);
+      std::fprintf(stderr, " deps:");
+      for (int d : kernels_[k].deps) std::fprintf(stderr, " K%d", d);
+      std::fprintf(stderr, "\n");
+    }
+    for (auto [k, id] : reads_) std::fprintf(stderr, "K%d reads %%%d (owner K%d)\n", k, id, owner_.at(id));
+  }
   std::function<void(int)> visit = [&](int k) {
     if (state[k] == 2) return;
     if (state[k] == 1)
