@@ -169,6 +169,9 @@ void runBlock(const std::string& name, const Graph& g, const Graph& rowsGraph, c
   // kernels (an A/B against the heuristic in the same run).
   CompileOptions co;
   if (const char* c = std::getenv("KILN_BLOCK_MATMUL_CONFIG")) co.matmulConfigOverride = c;
+  // KILN_BLOCK_ROW_SOFTMAX=1: a softmax over a matmul's rows in the matmul's
+  // kernel (CompileOptions::matmulRowSoftmax), against the stored product.
+  if (const char* r = std::getenv("KILN_BLOCK_ROW_SOFTMAX")) co.matmulRowSoftmax = std::string(r) == "1";
   Kernel k = compile(g, co);
   EvalInputs in = randomInputs(g, dims, 20261205, ranges);
   in.scalars = scalars;

@@ -21,6 +21,13 @@ struct MatmulGraphCase {
   GraphCase c;
   DimBindings dims;  // values of the dynamic dims
   size_t kernels = 0;  // the plan's kernel count
+  // The count where a softmax over a Hopper matmul's rows joins the matmul's
+  // kernel (CompileOptions::matmulRowSoftmax, on by default; 16-bit
+  // operands): 0 when the same.
+  size_t rowSoftmaxKernels = 0;
+  size_t kernelsFor(DType t, bool rowSoftmax) const {
+    return rowSoftmax && t != DType::F32 && rowSoftmaxKernels ? rowSoftmaxKernels : kernels;
+  }
 };
 
 // t: the operands' dtype (bf16/f16: the Hopper kernel where rows are
@@ -34,7 +41,8 @@ inline std::vector<MatmulGraphCase> matmulGraphCases(DType t) {
   // products rounded before a softmax or a sum reads them).
   const double tol = f32 ? 16 : 4;
   auto add = [&](const std::string& what, size_t kernels, DimBindings dims,
-                 const std::function<void(Graph&)>& build, std::map<std::string, double> relFloor = {}) {
+                 const std::function<void(Graph&)>& build, std::map<std::string, double> relFloor = {},
+                 size_t rowSoftmaxKernels = 0) {
     MatmulGraphCase m;
     m.c.label = what + "/" + std::string(dtypeName(t));
     build(m.c.graph);
@@ -45,15 +53,18 @@ inline std::vector<MatmulGraphCase> matmulGraphCases(DType t) {
     m.c.tolScale = tol;
     m.dims = std::move(dims);
     m.kernels = kernels;
+    m.rowSoftmaxKernels = rowSoftmaxKernels;
     out.push_back(std::move(m));
   };
   const Dim T("T");
   // Attention scores: the transpose of k read in place (transB), the scale
-  // in the epilogue, the softmax in a row kernel.
+  // in the epilogue, the softmax in a row kernel (or, 16-bit, in the
+  // matmul's kernel: its row-softmax form, one unit of 128 rows split
+  // across a cluster, the last of 200 rows ragged).
   add("softmax(q @ k.T * 0.125)", 2, {{"T", 200}}, [&](Graph& g) {
     Tensor q = g.input("q", t, {T, 64}), k = g.input("k", t, {T, 64});
     g.output("p", softmax(matmul(q, permute(k, {1, 0})) * 0.125));
-  }, {{"p", 0}});
+  }, {{"p", 0}}, 1);
   // A pre-norm block: rmsnorm's output is the matmul's operand; the
   // residual is read by the epilogue.
   add("x + rmsnorm(x, w) @ W", 2, {{"T", 136}}, [&](Graph& g) {
@@ -101,7 +112,7 @@ inline std::vector<MatmulGraphCase> matmulGraphCases(DType t) {
     Tensor x = g.input("x", t, {3, 40, 64});
     Tensor h = layernorm(x, g.input("lw", t, {64}), g.input("lb", t, {64}));
     g.output("y", log_softmax(matmul(h, g.input("w", t, {64, 24}))));
-  });
+  }, {}, 2);
   return out;
 }
 

@@ -46,6 +46,25 @@ Graph linearBiasGelu(DType t, Dim M, int64_t N, int64_t K) {
 
 bool needsF32Tolerance(DType t, int64_t k) { return t == DType::F32 && k > 0; }
 
+// Attention probabilities over the scores q @ k.T * scale ([batch.., Tq, Tk],
+// head dim d): softmax (kind 0), log_softmax (1), or a softmax of the scores
+// where a bool mask [Tq, Tk] ("mask") allows them and -inf elsewhere (2):
+// the planner puts each in the matmul's kernel (its row-softmax form).
+Graph attentionProbs(DType t, Dim tq, Dim tk, int64_t d, const Shape& batch, int kind) {
+  Graph g;
+  Shape qs = batch, ks = batch;
+  qs.insert(qs.end(), {tq, d});
+  ks.insert(ks.end(), {tk, d});
+  std::vector<int64_t> perm;
+  for (size_t i = 0; i < batch.size(); ++i) perm.push_back(static_cast<int64_t>(i));
+  perm.push_back(static_cast<int64_t>(batch.size()) + 1);
+  perm.push_back(static_cast<int64_t>(batch.size()));
+  Tensor s = matmul(g.input("q", t, qs), permute(g.input("k", t, ks), perm)) * g.scalar("scale", DType::F32);
+  if (kind == 2) s = where(g.input("mask", DType::Bool, {tq, tk}), s, -INFINITY);
+  g.output("p", kind == 1 ? log_softmax(s) : softmax(s));
+  return g;
+}
+
 }  // namespace
 
 TEST_CASE("matmul: every dtype and layout compiles through NVRTC and ptxas without spills", "[compile][matmul]") {
@@ -73,6 +92,85 @@ TEST_CASE("matmul: every dtype and layout compiles through NVRTC and ptxas witho
         CHECK(k.dims == std::vector<std::string>{"B", "M"});
         CHECK_THAT(cg.explain, Catch::Contains("matmul"));
       }
+}
+
+TEST_CASE("matmul: a softmax over the product's rows joins the Hopper kernel where K is short (its row-softmax "
+          "form)",
+          "[compile][matmul]") {
+  auto one = [](const Graph& g, const compiler::CompileOptions& o) {
+    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    INFO(cg.explain);
+    REQUIRE(cg.kernels.size() == 1);
+    const auto& k = cg.kernels[0];
+    CHECK(k.schedule == "matmul");
+    CHECK_THAT(cg.explain, Catch::Contains("with the softmax over its rows"));
+    CHECK_THAT(k.source, Catch::Contains("kiln_rowvals_inside") && Catch::Contains("wgmma.mma_async"));
+    CHECK(k.launch.resident);
+    REQUIRE(!k.resources.empty());
+    for (const auto& r : k.resources) CHECK(r.spillStoreBytes == 0);
+    return k;
+  };
+  for (int kind : {0, 1, 2})
+    for (bool dynamic : {true, false})
+      for (const Shape& batch : {Shape{}, Shape{2, Dim("H")}}) {
+        INFO("kind " << kind << (dynamic ? ", T dynamic" : ", T static") << ", batch " << shapeToString(batch));
+        const Dim T = dynamic ? Dim("T") : Dim(1000);
+        const compiler::CompiledKernel k =
+            one(attentionProbs(DType::BF16, T, T, 128, batch, kind), {.matmulRowSoftmax = true});
+        // The heuristic's clusters: 4 CTAs for a dynamic row count; 8 rows
+        // blocks of 1000 static rows fill 64 SMs with clusters of 8 (no more
+        // than the row's 4 tiles of 256: 4).
+        CHECK_THAT(k.config, Catch::Contains("\"cluster_n\": 4"));
+        CHECK(k.launch.cluster == 4);
+        CHECK_THAT(k.ptx, Catch::Contains("mbarrier.try_wait.parity.acquire.cluster"));
+      }
+  // Every cluster size, tile width and staging at the heuristic's stages.
+  for (int cn : {1, 2, 4, 8})
+    for (int bn : {128, 256})
+      for (int nb : {1, 2}) {
+        const std::string cfg = "{\"cluster_n\": " + std::to_string(cn) + ", \"block_n\": " + std::to_string(bn) +
+                                ", \"staging_buffers\": " + std::to_string(nb) + ", \"stages\": 3}";
+        INFO(cfg);
+        const compiler::CompiledKernel k =
+            one(attentionProbs(DType::F16, Dim("T"), Dim("S"), 64, {}, 0),
+                {.matmulConfigOverride = cfg, .matmulRowSoftmax = true});
+        CHECK(k.launch.cluster == cn);
+        if (cn > 1) CHECK_THAT(k.config, Catch::Contains("\"cluster_n\": " + std::to_string(cn)));
+        else CHECK_THAT(k.config, !Catch::Contains("cluster_n"));
+      }
+  // The form takes cooperative consumers and no B multicast: a config
+  // asking otherwise is a clear error.
+  for (const char* cfg : {"{\"pingpong\": 1, \"block_n\": 128, \"staging_buffers\": 1}", "{\"cluster_m\": 2}"})
+    CHECK_THROWS_WITH(compiler::compileGraph(attentionProbs(DType::BF16, Dim("T"), Dim("T"), 128, {}, 0),
+                                             {.matmulConfigOverride = cfg, .matmulRowSoftmax = true}),
+                      Catch::Contains("softmax over its rows") && Catch::Contains("cooperative"));
+  // cluster_n on a matmul without a softmax: the kernel's config says 1.
+  {
+    compiler::CompiledGraph cg = compiler::compileGraph(matmulGraph(DType::BF16, 256, 256, 128, false, false),
+                                                        {.matmulConfigOverride = "{\"cluster_n\": 4}",
+                                                         .matmulRowSoftmax = true});
+    CHECK_THAT(cg.kernels.at(0).config, !Catch::Contains("cluster_n"));
+  }
+  // Where the product is stored and read back instead: a long K (computing
+  // it twice would cost more), f32 operands (the portable kernel), another
+  // target, the option off, the scores also an output.
+  auto two = [](const Graph& g, const compiler::CompileOptions& o) {
+    compiler::CompiledGraph cg = compiler::compileGraph(g, o);
+    INFO(cg.explain);
+    CHECK(cg.kernels.size() == 2);
+    CHECK_THAT(cg.explain, !Catch::Contains("softmax over its rows"));
+  };
+  two(attentionProbs(DType::BF16, Dim("T"), Dim("T"), 512, {}, 0), {.matmulRowSoftmax = true});
+  two(attentionProbs(DType::F32, Dim("T"), Dim("T"), 128, {}, 0), {.matmulRowSoftmax = true});
+  two(attentionProbs(DType::BF16, Dim("T"), Dim("T"), 128, {}, 0), {.chip = "sm_80", .matmulRowSoftmax = true});
+  two(attentionProbs(DType::BF16, Dim("T"), Dim("T"), 128, {}, 0), {});
+  {
+    Graph g;
+    Tensor sc = matmul(g.input("q", DType::BF16, {"T", 64}), permute(g.input("k", DType::BF16, {"T", 64}), {1, 0}));
+    g.output("scores", sc);
+    g.output("p", softmax(sc));
+    two(g, {.matmulRowSoftmax = true});
+  }
 }
 
 TEST_CASE("matmul: f32 through tf32 runs mma.sync m16n8k8 on tf32 operands", "[compile][matmul]") {
@@ -117,11 +215,12 @@ TEST_CASE("matmul: elementwise consumers fuse into the matmul's kernel as its ep
 TEST_CASE("matmul: graphs with other ops around a matmul compile in stages, each matmul a kernel with its epilogue",
           "[compile][matmul]") {
   for (DType t : {DType::BF16, DType::F32})
-    for (const test::MatmulGraphCase& m : test::matmulGraphCases(t)) {
-      INFO(m.c.label);
-      compiler::CompiledGraph cg = compiler::compileGraph(m.c.graph, {});
+    for (const test::MatmulGraphCase& m : test::matmulGraphCases(t))
+      for (bool rowSoftmax : {true, false}) {
+      INFO(m.c.label << (rowSoftmax ? "" : ", a softmax over a matmul's rows in a row kernel"));
+      compiler::CompiledGraph cg = compiler::compileGraph(m.c.graph, {.matmulRowSoftmax = rowSoftmax});
       INFO(cg.explain);
-      CHECK(cg.kernels.size() == m.kernels);
+      CHECK(cg.kernels.size() == m.kernelsFor(t, rowSoftmax));
       int matmuls = 0;
       for (const auto& k : cg.kernels) {
         matmuls += k.schedule == "matmul";
@@ -130,7 +229,7 @@ TEST_CASE("matmul: graphs with other ops around a matmul compile in stages, each
       CHECK(matmuls >= 1);
       // The facade's launch plan takes it (each kernel's tensors found among
       // the graph's or the workspace's), as `kiln aot` does.
-      CHECK_NOTHROW(compile(m.c.graph, {.chip = "sm_90"}));
+      CHECK_NOTHROW(compile(m.c.graph, {.chip = "sm_90", .matmulRowSoftmax = rowSoftmax}));
     }
   // The transpose of an input, and of a computed value's transpose, are
   // read in place (transA/transB), not copied: one kernel.
@@ -151,15 +250,16 @@ TEST_CASE("matmul: graphs with other ops around a matmul compile in stages, each
   CHECK(cg.kernels[1].schedule == "row_reduction");
   CHECK_THAT(cg.explain, Catch::Contains("writes kiln_mm0") && Catch::Contains("reads kiln_mm0 (kernel 0)"));
   // The attention scores' softmax widens the scaled bf16 product to f32:
-  // the matmul stores the bf16 value (half the bytes) and the row kernel
-  // casts it, rather than the epilogue storing the f32 cast.
+  // where the product is stored (no row-softmax form), the matmul stores the
+  // bf16 value (half the bytes) and the row kernel casts it, rather than the
+  // epilogue storing the f32 cast.
   for (DType t : {DType::BF16, DType::F16}) {
     INFO(dtypeName(t));
     Graph a;
     Tensor q = a.input("q", t, {"T", 128});
     Tensor k = a.input("k", t, {"T", 128});
     a.output("p", softmax(matmul(q, permute(k, {1, 0})) * a.scalar("scale", DType::F32)));
-    cg = compiler::compileGraph(a, {});
+    cg = compiler::compileGraph(a, {.matmulRowSoftmax = false});
     INFO(cg.explain);
     REQUIRE(cg.kernels.size() == 2);
     REQUIRE(cg.workspace.size() == 1);
@@ -260,16 +360,19 @@ TEST_CASE("matmul matches the reference: dtypes, layouts, ragged shapes, batches
 TEST_CASE("graphs with matmuls among other ops match the reference", "[gpu][matmul]") {
   test::requireGpu();
   for (DType t : {DType::BF16, DType::F32})
-    for (const test::MatmulGraphCase& m : test::matmulGraphCases(t)) {
-      INFO(m.c.label);
-      test::RunOptions o;
-      o.dims = m.dims;
-      o.ranges = m.c.ranges;
-      o.relFloor = m.c.relFloor;
-      o.tolScale = m.c.tolScale;
-      Kernel k = test::runAndCheck(m.c.graph, o);
-      CHECK(k.explain().find("matmul") != std::string::npos);
-    }
+    for (const test::MatmulGraphCase& m : test::matmulGraphCases(t))
+      for (bool rowSoftmax : {false, true}) {
+        INFO(m.c.label << (rowSoftmax ? ", a softmax over a matmul's rows in the matmul's kernel" : ""));
+        test::RunOptions o;
+        o.dims = m.dims;
+        o.ranges = m.c.ranges;
+        o.relFloor = m.c.relFloor;
+        o.tolScale = m.c.tolScale;
+        o.compile.matmulRowSoftmax = rowSoftmax;
+        Kernel k = test::runAndCheck(m.c.graph, o);
+        CHECK(k.explain().find("matmul") != std::string::npos);
+        CHECK(k.compiled().kernels.size() == m.kernelsFor(t, rowSoftmax && rt::Device::current().basics().arch() == "sm_90"));
+      }
 }
 
 TEST_CASE("matmul epilogues match the reference", "[gpu][matmul]") {
@@ -326,6 +429,59 @@ TEST_CASE("matmul: every config of the Hopper kernel's space matches the referen
     o.compile.tune = CompileOptions::Tune::Off;
     o.dims = {{"M", 700}};
     test::runAndCheck(linearBiasGelu(DType::BF16, Dim("M"), 1000, 1096), o);
+  }
+}
+
+// The row-softmax form (a softmax over the product's rows in the Hopper
+// kernel, the product computed twice): ragged rows and columns (one column
+// tile, fewer tiles than the cluster's CTAs, a last tile of one column),
+// batches, log_softmax, masked rows (all masked: NaN, as torch), every
+// cluster size, static and dynamic T, against the reference.
+TEST_CASE("matmul: a softmax over the product's rows in the Hopper kernel matches the reference", "[gpu][matmul]") {
+  test::requireGpu();
+  if (rt::Device::current().basics().arch() != "sm_90") {
+    WARN("SKIPPED: the row-softmax form is the Hopper kernel's (sm_90)");
+    return;
+  }
+  struct Case {
+    int64_t tq, tk, d;
+    Shape batch;
+    int kind;
+    bool dynamic;
+    std::string config;
+  };
+  std::vector<Case> cases = {
+      {4096, 4096, 128, {}, 0, true, ""},      {1000, 1000, 128, {}, 0, false, ""},
+      {1, 7, 64, {}, 0, true, ""},              {200, 200, 64, {}, 1, true, ""},
+      {300, 257, 128, {}, 0, true, ""},         {129, 3000, 64, {2, 3}, 0, true, ""},
+      {640, 520, 64, {2}, 2, true, ""},         {700, 1000, 128, {}, 1, false, ""},
+  };
+  for (int cn : {1, 2, 8})
+    cases.push_back({700, 2100, 128, {}, 0, true, "{\"cluster_n\": " + std::to_string(cn) + "}"});
+  cases.push_back({1024, 1024, 128, {}, 0, true, "{\"block_n\": 128, \"staging_buffers\": 1, \"stages\": 4}"});
+  for (const Case& c : cases) {
+    INFO("Tq " << c.tq << ", Tk " << c.tk << ", d " << c.d << ", batch " << shapeToString(c.batch) << ", kind "
+               << c.kind << (c.dynamic ? ", dynamic" : ", static") << " " << c.config);
+    const Graph g = attentionProbs(DType::BF16, c.dynamic ? Dim("T") : Dim(c.tq), c.dynamic ? Dim("S") : Dim(c.tk),
+                                   c.d, c.batch, c.kind);
+    test::RunOptions o;
+    if (c.dynamic) o.dims = {{"T", c.tq}, {"S", c.tk}};
+    o.ranges = {{"q", {-1, 1}}, {"k", {-1, 1}}};
+    o.scalars = {{"scale", 1 / std::sqrt(static_cast<double>(c.d))}};
+    o.relFloor = {{"p", c.kind == 1 ? 1.0 : 0.0}};
+    o.tolScale = 4;
+    o.compile.matmulConfigOverride = c.config;
+    o.compile.matmulRowSoftmax = true;
+    o.compile.tune = CompileOptions::Tune::Off;
+    // The mask: rows 0 and 5 all masked (NaN, as torch), the rest random.
+    if (c.kind == 2)
+      o.prepare = [&](EvalInputs& in) {
+        HostTensor& m = in.tensors.at("mask");
+        for (int64_t j = 0; j < c.tk; ++j)
+          for (int64_t r : {int64_t(0), int64_t(5)}) m.set(r * c.tk + j, 0);
+      };
+    Kernel k = test::runAndCheck(g, o);
+    CHECK(k.explain().find("softmax over its rows") != std::string::npos);
   }
 }
 

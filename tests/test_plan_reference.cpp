@@ -50,9 +50,10 @@ std::map<std::string, HostTensor> runPlan(const compiler::Plan& plan, const Eval
 
 // Plans `c` and checks the plan's outputs against the graph's on random
 // inputs (the case's ranges), with the GPU tests' tolerances.
-void checkPlan(const test::GraphCase& c, const DimBindings& dims = {}, size_t minKernels = 1) {
+void checkPlan(const test::GraphCase& c, const DimBindings& dims = {}, size_t minKernels = 1,
+               const compiler::PlanOptions& options = {}) {
   INFO(c.label);
-  const compiler::Plan plan = compiler::planGraph(c.graph);
+  const compiler::Plan plan = compiler::planGraph(c.graph, options);
   INFO(plan.explain);
   CHECK(plan.kernels.size() >= minKernels);
   const EvalInputs in = randomInputs(c.graph, dims, 20261201, c.ranges);
@@ -446,14 +447,15 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: norm gra
 // through the workspace in the right order.
 TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: graphs with matmuls", "[compile][plan]") {
   for (DType t : {DType::F32, DType::BF16})
-    for (const test::MatmulGraphCase& m : test::matmulGraphCases(t)) {
-      INFO(m.c.label);
-      const compiler::Plan plan = compiler::planGraph(m.c.graph);
-      INFO(plan.explain);
-      CHECK(plan.kernels.size() == m.kernels);
-      if (std::getenv("KILN_PRINT_PLANS")) std::printf("%s\n%s\n", m.c.label.c_str(), plan.explain.c_str());
-      checkPlan(m.c, m.dims);
-    }
+    for (const test::MatmulGraphCase& m : test::matmulGraphCases(t))
+      for (bool rowSoftmax : {false, true}) {
+        INFO(m.c.label << (rowSoftmax ? ", a softmax over a matmul's rows in the matmul's kernel" : ""));
+        const compiler::Plan plan = compiler::planGraph(m.c.graph, {.matmulRowSoftmax = rowSoftmax});
+        INFO(plan.explain);
+        CHECK(plan.kernels.size() == m.kernelsFor(t, rowSoftmax));
+        if (std::getenv("KILN_PRINT_PLANS")) std::printf("%s\n%s\n", m.c.label.c_str(), plan.explain.c_str());
+        checkPlan(m.c, m.dims, 1, {.matmulRowSoftmax = rowSoftmax});
+      }
 }
 
 TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random graphs, which also compile",
@@ -477,13 +479,19 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random g
     c.relFloor = r.relFloor;
     try {
       checkPlan(c, r.dims);
+      // With a softmax over a Hopper matmul's rows in the matmul's kernel
+      // (what an sm_90 compile plans).
+      checkPlan(c, r.dims, 1, {.matmulRowSoftmax = true});
       for (const compiler::KernelPlan& k : compiler::planGraph(r.graph).kernels)
         if (k.kind == compiler::KernelPlan::Kind::Matmul) {
           ++withMatmul;
           break;
         }
       if (i >= compiled) continue;
-      const compiler::CompiledGraph cg = compiler::compileGraph(r.graph);
+      const bool rowSoftmax =
+          compiler::planGraph(r.graph, {.matmulRowSoftmax = true}).explain.find("softmax over its rows") !=
+          std::string::npos;
+      const compiler::CompiledGraph cg = compiler::compileGraph(r.graph, {.matmulRowSoftmax = rowSoftmax});
       for (const compiler::CompiledKernel& k : cg.kernels) {
         INFO("kernel " << k.name << " (schedule " << k.schedule << ", config " << k.config << ")");
         CHECK(!k.cubin.empty());

@@ -180,6 +180,12 @@ RowConfig rowConfigOf(const KernelPlan& kp, const CompileOptions& options, long 
   return cfg;
 }
 
+PlanOptions planOptionsOf(const CompileOptions& options) {
+  PlanOptions po;
+  po.matmulRowSoftmax = options.matmulRowSoftmax && smNumber(options.chip) == 90;
+  return po;
+}
+
 // Hopper (sm_90) takes the TMA + wgmma kernel where its layout rules hold;
 // everything else the portable mma.sync / FMA kernel.
 bool useSm90Matmul(const KernelPlan& kp, const CompileOptions& options) {
@@ -238,7 +244,7 @@ CompiledKernel buildMatmul(const KernelPlan& kp, const std::string& name, const 
 }  // namespace
 
 std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileOptions& options) {
-  Plan plan = planGraph(graph);
+  Plan plan = planGraph(graph, planOptionsOf(options));
   std::vector<KernelTuningInfo> out;
   for (size_t i = 0; i < plan.kernels.size(); ++i) {
     const KernelPlan& kp = plan.kernels[i];
@@ -305,7 +311,7 @@ CompiledGraph compileGraph(const Graph& graph, const CompileOptions& options) {
   double printMs = msSince(t0);
   dump("graph", "graph", out.graphText);
   auto tPlan = Clock::now();
-  Plan plan = planGraph(graph);
+  Plan plan = planGraph(graph, planOptionsOf(options));
   out.explain = plan.explain;
   out.workspace = plan.workspace;
   double planMs = msSince(tPlan) + printMs;

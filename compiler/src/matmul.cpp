@@ -55,6 +55,35 @@ MatmulShape matmulShape(const Graph& g) {
   return s;
 }
 
+MatmulRowStats matmulRowStats(const Graph& g) {
+  auto isReduction = [](Op op) { return opClass(op) == OpClass::Reduction; };
+  MatmulRowStats r;
+  auto bad = [&](const std::string& why) {
+    return Error("kiln: internal: a matmul kernel's graph has reductions that are not a softmax's row max and row "
+                 "sum of exp(v - max) (" + why + ")");
+  };
+  auto lastKeep = [&](const Node& n) {
+    return n.keepdim && n.axes.size() == 1 && n.axes[0] == static_cast<int64_t>(g.node(n.inputs[0]).rank()) - 1;
+  };
+  for (int id = 0; id < g.numNodes(); ++id) {
+    const Node& n = g.node(id);
+    if (!isReduction(n.op)) continue;
+    if (n.op == Op::Max && r.max < 0 && lastKeep(n)) r.max = id;
+    else if (n.op == Op::Sum && r.sum < 0 && lastKeep(n)) r.sum = id;
+    else throw bad(std::string(opName(n.op)) + " " + typeToString(n.dtype, n.shape));
+  }
+  if (r.max < 0 && r.sum < 0) return r;
+  if (r.max < 0 || r.sum < 0) throw bad("a max without a sum, or a sum without a max");
+  r.value = g.node(r.max).inputs[0];
+  const Node& e = g.node(g.node(r.sum).inputs[0]);
+  const bool form = e.op == Op::Exp && g.node(e.inputs[0]).op == Op::Sub &&
+                    g.node(e.inputs[0]).inputs == std::vector<int>{r.value, r.max};
+  if (!form) throw bad("the sum is not over exp(v - max)");
+  if (g.node(r.value).dtype != DType::F32 || g.node(r.max).dtype != DType::F32 || g.node(r.sum).dtype != DType::F32)
+    throw bad("v, its max and its sum are f32");
+  return r;
+}
+
 std::string batchOffsetCode(const MatmulShape& s, const Graph& g, const std::string& varA, const std::string& varB,
                             bool elements, const std::string& indent) {
   std::string code;
@@ -125,17 +154,26 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
 
   // The epilogue: every node the outputs need, per element j of the pair,
   // in id order (operands have smaller ids).
-  std::vector<bool> needed(g.numNodes(), false);
-  std::vector<int> stack;
-  for (const GraphOutput& o : g.outputs()) stack.push_back(o.node);
-  while (!stack.empty()) {
-    int id = stack.back();
-    stack.pop_back();
-    if (needed[id]) continue;
-    needed[id] = true;
-    if (id != mmId)
-      for (int i : g.node(id).inputs) stack.push_back(i);
-  }
+  // With row statistics the outputs read the row's max and sum as values
+  // the kernel passes in (computed in its first pass over the row).
+  sig.rows = matmulRowStats(g);
+  const MatmulRowStats& rs = sig.rows;
+  auto coneOf = [&](std::vector<int> stack) {
+    std::vector<bool> need(g.numNodes(), false);
+    while (!stack.empty()) {
+      int id = stack.back();
+      stack.pop_back();
+      if (need[id]) continue;
+      need[id] = true;
+      if (id != mmId && id != rs.max && id != rs.sum)
+        for (int i : g.node(id).inputs) stack.push_back(i);
+    }
+    return need;
+  };
+  std::vector<int> outNodes;
+  for (const GraphOutput& o : g.outputs()) outNodes.push_back(o.node);
+  const std::vector<bool> needed = coneOf(outNodes);
+  const std::vector<bool> neededV = rs.any() ? coneOf({rs.value}) : std::vector<bool>{};
   bool approx = true;
   for (const GraphOutput& o : g.outputs()) {
     DType t = g.node(o.node).dtype;
@@ -173,14 +211,17 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
     }
     return code;
   };
-  auto values = [&](int j, bool paired) {
+  auto values = [&](int j, bool paired, const std::vector<bool>& need = {}) {
+    const std::vector<bool>& use = need.empty() ? needed : need;
     std::string code, col = j ? "(col + 1)" : "col";
     std::map<int, std::string> v;
     for (int id = 0; id < g.numNodes(); ++id) {
-      if (!needed[id]) continue;
+      if (!use[id]) continue;
       const Node& n = g.node(id);
       std::string expr;
       if (id == mmId) expr = j ? "acc1" : "acc0";
+      else if (id == rs.max) expr = "kiln_rmax";
+      else if (id == rs.sum) expr = "kiln_rsum";
       else if (n.op == Op::Input && paired && pairable(n))
         expr = cudaLoadValue("(u16)(in" + std::to_string(id) + "_pair" + (j ? " >> 16" : "") + ")", n.dtype);
       else if (n.op == Op::Input) expr = cudaLoadValue(ptrOf.at(id) + "[" + offset(n.shape, col) + "]", n.dtype);
@@ -240,8 +281,9 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
       batchCoords += "    const long long zc" + std::to_string(d) + " = zz % " + dimExpr(sig.batch[d]) + "; zz /= " +
                      dimExpr(sig.batch[d]) + ";\n";
   }
+  const std::string statParams = rs.any() ? ", float kiln_rmax, float kiln_rsum" : "";
   std::string e = "  // The epilogue: the graph's outputs at (batch z, row, col) and (z, row, col + 1).\n"
-                  "  auto kiln_epilogue = [&](long long z, long long row, long long col, float acc0, float acc1) {\n"
+                  "  auto kiln_epilogue = [&](long long z, long long row, long long col, float acc0, float acc1" + statParams + ") {\n"
                   "    if (row >= M || col >= N) return;\n" +
                   batchCoords + "    const long long o = (z * M + row) * N + col;\n";
   if (pairStores) {
@@ -253,7 +295,8 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
     // inside uses it): no branches per element, so that the compiler can
     // batch the loads and interleave the elements.
     e += "  // The same where (row, col + 1) is known to be inside the output.\n"
-         "  auto kiln_epilogue_inside = [&](long long z, long long row, long long col, float acc0, float acc1) {\n" +
+         "  auto kiln_epilogue_inside = [&](long long z, long long row, long long col, float acc0, float acc1" +
+         statParams + ") {\n" +
          batchCoords + "    const long long o = (z * M + row) * N + col;\n    if ((N & 1) == 0) {\n" + pcode +
          pair + "    } else {\n" + code0 + single0 + code1 + single1 + "    }\n  };\n";
   }
@@ -281,8 +324,25 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
          "  auto kiln_swizzle128 = [](int r, int byte) {\n"
          "    return (byte >> 7) * 8192 + r * 128 + ((((byte >> 4) & 7) ^ (r & 7)) << 4) + (byte & 15);\n  };\n"
          "  auto kiln_epilogue_staged = [&](long long z, long long row, long long col, float acc0, float acc1, "
-         "unsigned char* st, int r, int cc) {\n" +
+         "unsigned char* st, int r, int cc" + statParams + ") {\n" +
          batchCoords + pcode + st + "  };\n";
+  }
+  if (rs.any()) {
+    // v, the value whose rows the softmax takes, at (z, row, col) and
+    // (z, row, col + 1): -inf outside the output (no loads there), so that
+    // it adds nothing to the row's max and sum.
+    auto [vcode0, vv0] = values(0, false, neededV);
+    auto [vcode1, vv1] = values(1, false, neededV);
+    const std::string v0 = vv0.at(rs.value), v1 = vv1.at(rs.value);
+    e += "  // The softmax's v (its rows' max and sum are taken in the first pass) at (z, row, col), (z, row, col + 1):\n"
+         "  // -inf outside the output.\n"
+         "  auto kiln_rowvals = [&](long long z, long long row, long long col, float acc0, float acc1) -> float2 {\n"
+         "    float2 out = make_float2(kiln_neg_inf(), kiln_neg_inf());\n    if (row >= M) return out;\n" +
+         batchCoords + "    if (col < N) {\n" + vcode0 + "      out.x = " + v0 + ";\n    }\n    if (col + 1 < N) {\n" +
+         vcode1 + "      out.y = " + v1 + ";\n    }\n    return out;\n  };\n"
+         "  // The same where both columns are known to be inside the output.\n"
+         "  auto kiln_rowvals_inside = [&](long long z, long long row, long long col, float acc0, float acc1) -> float2 {\n" +
+         batchCoords + vcode0 + vcode1 + "    return make_float2(" + v0 + ", " + v1 + ");\n  };\n";
   }
   sig.epilogue = e;
   sig.prelude = cudaElementPrelude();
@@ -457,6 +517,9 @@ MatmulKernel emitMatmul(const Graph& g, const MatmulConfig& cfg, const std::stri
   k.schedule = "matmul";
   k.config = cfg.json();
   MatmulSignature sig = matmulSignature(g, k, false, false);
+  if (sig.rows.any())
+    throw Error("kiln: internal: the portable matmul kernel does not take a softmax over its product's rows (the "
+                "planner recomputes one only for the sm_90a kernel)");
   // Operand offsets per batch index (element offsets; broadcast dims add
   // nothing).
   const std::string offsets = batchOffsetCode(sig, g, "offA", "offB", true, "      ");

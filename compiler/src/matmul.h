@@ -63,10 +63,29 @@ struct MatmulShape {
 };
 MatmulShape matmulShape(const Graph& g);
 
+// A matmul kernel whose graph also takes a softmax over the product's rows
+// (the planner's recomputed form, matmul_sm90.h): a value v computed per
+// element from the product, its row maximum mx = max(v, last axis, keepdim)
+// and its row sum s = sum(exp(v - mx), last axis, keepdim), and outputs
+// computed per element from v, mx and s. The ids of v, mx and s; -1 where
+// the graph has no reductions. A graph with reductions of another form is a
+// kiln::Error (internal).
+struct MatmulRowStats {
+  int value = -1, max = -1, sum = -1;
+  bool any() const { return max >= 0; }
+};
+MatmulRowStats matmulRowStats(const Graph& g);
+
 struct MatmulSignature : MatmulShape {
   std::string params;         // the kernel's parameter list
   std::string aPtr, bPtr;     // parameter names of the operands
   std::string epilogue;       // defines kiln_epilogue (inside the kernel)
+  MatmulRowStats rows;        // with row statistics: every epilogue takes two
+                              // more arguments, the row's max and sum (floats),
+                              // and the epilogue also defines
+                              //   kiln_rowvals(z, row, col, acc0, acc1, v0, v1)
+                              // (v at both columns, -inf outside the output)
+                              // and kiln_rowvals_inside (no bounds checks)
   std::string prelude;        // device helpers (put before the kernel)
 };
 // With `staged` (all outputs bf16, f16 or f32; N even) it also defines

@@ -13,6 +13,7 @@ std::string Sm90MatmulConfig::json() const {
          std::to_string(pingpong ? 1 : 0) + ", \"tma_store\": " + std::to_string(tmaStore ? 1 : 0) +
          ", \"staging_buffers\": " + std::to_string(stagingBuffers) +
          ", \"cluster_m\": " + std::to_string(clusterM) +
+         (clusterN != 1 ? ", \"cluster_n\": " + std::to_string(clusterN) : std::string()) +
          ", \"consumer_regs\": " + std::to_string(consumerRegs) + "}";
 }
 
@@ -27,6 +28,10 @@ constexpr int kMaxShared = 227 * 1024;
 
 bool validBlockN(int bn) { return bn == 64 || bn == 128 || bn == 192 || bn == 256; }
 
+// Shared memory of the row form's exchange: two barriers and, per buffer,
+// each rank's (max, sum) of each of the 128 rows.
+int rowExchangeBytes(int clusterN) { return 16 + 2 * clusterN * 128 * 8; }
+
 }  // namespace
 
 void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
@@ -34,7 +39,7 @@ void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
                         "block_n: 64, 128, 192 or 256 (ping-pong: 64 or 128); stages: 2 to what shared memory "
                         "holds; group_m: 1 to 64; pingpong: 0 or 1; tma_store: 0 or 1; staging_buffers: 1, 2 or 4 "
                         "(dividing block_n / 64); cluster_m: 1 or 2 (2: block_n 128 "
-                        "or 256, pingpong 0); consumer_regs: 232 or 240 (producer 40 or 24); block_m: 128; block_k: 64",
+                        "or 256, pingpong 0); cluster_n: 1, 2, 4 or 8 (a softmax over the rows); consumer_regs: 232 or 240 (producer 40 or 24); block_m: 128; block_k: 64",
                         [&](const std::string& key, int64_t v) {
                           if (key == "block_n" && validBlockN(static_cast<int>(v))) c.blockN = static_cast<int>(v);
                           else if (key == "stages" && v >= 2 && v <= 16) c.stages = static_cast<int>(v);
@@ -44,6 +49,8 @@ void applySm90MatmulOverride(Sm90MatmulConfig& c, const std::string& json) {
                           else if (key == "staging_buffers" && (v == 1 || v == 2 || v == 4))
                             c.stagingBuffers = static_cast<int>(v);
                           else if (key == "cluster_m" && (v == 1 || v == 2)) c.clusterM = static_cast<int>(v);
+                          else if (key == "cluster_n" && (v == 1 || v == 2 || v == 4 || v == 8))
+                            c.clusterN = static_cast<int>(v);
                           else if (key == "consumer_regs" && (v == 232 || v == 240)) {
                             // setmaxnreg split of the 64K registers: 128 x producer + 256 x consumer.
                             c.consumerRegs = static_cast<int>(v);
@@ -94,15 +101,37 @@ int64_t tileCount(const Graph& g, int blockN) {
 
 }  // namespace
 
+bool sm90RowForm(const Graph& g) { return matmulRowStats(g).any(); }
+
 Sm90MatmulConfig sm90MatmulHeuristic(const Graph& g, int smCount) {
   Sm90MatmulConfig c;
+  const bool rows = sm90RowForm(g);
   // 128 x 256 tiles unless that leaves SMs idle: small M (decode shapes)
   // then takes narrower tiles so that every SM streams part of B.
   c.blockN = 256;
   for (int bn : {128, 64}) {
     const int64_t tiles = tileCount(g, c.blockN);
-    if (tiles == 0 || tiles >= smCount) break;
+    if (rows || tiles == 0 || tiles >= smCount) break;
     c.blockN = bn;
+  }
+  int extra = 0;  // the row form's exchange
+  if (rows) {
+    // Row form: clusters that split a unit's (a 128-row block's) column
+    // tiles, as many CTAs per cluster as give every SM a CTA in one wave
+    // (4 where the rows are a dynamic count: 4096 rows, 32 units, fill 128
+    // of 132 SMs), no more than the row has tiles.
+    const MatmulShape sh = matmulShape(g);
+    int64_t units = 0;
+    if (sh.M.isStatic()) {
+      units = (sh.M.size + 127) / 128;
+      for (const Dim& d : sh.batch) units = d.isStatic() ? units * d.size : 0;
+    }
+    if (sh.N.isStatic() && sh.N.size <= 128) c.blockN = 128;
+    c.clusterN = units == 0 ? 4 : 1;
+    while (units > 0 && c.clusterN < 8 && units * c.clusterN * 2 <= smCount) c.clusterN *= 2;
+    if (sh.N.isStatic())
+      while (c.clusterN > 1 && (sh.N.size + c.blockN - 1) / c.blockN < c.clusterN) c.clusterN /= 2;
+    extra = rowExchangeBytes(c.clusterN);
   }
   // Cooperative consumers: ping-pong (in the tuning space) measured 7%
   // slower on plain GEMMs and did not hide the gelu epilogue on the H200
@@ -123,9 +152,10 @@ Sm90MatmulConfig sm90MatmulHeuristic(const Graph& g, int smCount) {
       Sm90MatmulConfig t = c;
       t.stagingBuffers = nb;
       t.stages = std::min(c.stages, 3);
-      if (t.sharedBytes() + nb * staging <= kMaxShared) return t;
+      if (t.sharedBytes() + nb * staging + extra <= kMaxShared) return t;
     }
   }
+  while (c.stages > 2 && c.sharedBytes() + extra > kMaxShared) --c.stages;
   return c;
 }
 
@@ -203,7 +233,7 @@ bool sm90MatmulApplies(const Graph& g) {
 
 namespace {
 
-const char* kTemplate = R"(
+const char* kHelpers = R"(
 // kiln matmul for sm_90a: $WHAT
 //   tile 128 x $BN x 64, $STAGES-stage TMA ring, persistent grid, tiles in groups of $GROUP_M rows;
 //   384 threads: a producer warpgroup (TMA) and 2 consumer warpgroups (wgmma m64n$BNk16, 64 rows each)
@@ -266,7 +296,9 @@ __device__ __forceinline__ unsigned long long kiln_desc_k(unsigned addr) {
 __device__ __forceinline__ unsigned long long kiln_desc_mn(unsigned addr) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (512ull << 16) | (64ull << 32) | (1ull << 62);
 }
+)";
 
+const char* kKernel = R"(
 extern "C" __global__ void __launch_bounds__(384, 1)
 $NAME($PARAMS, const __grid_constant__ KilnTensorMap tmA, const __grid_constant__ KilnTensorMap tmB$OUT_MAPS) {
   const long long M = $M, N = $N, K = $K;
@@ -378,6 +410,211 @@ $STORE_TAIL#undef KILN_TILE
 }
 )";
 
+// The row-softmax form (matmul_sm90.h): per work unit (a 128-row block of a
+// batch) two passes over the unit's column tiles, the CTA of cluster rank r
+// taking tiles r, r + $CLUSTER, ...: the first keeps each row's running
+// (max, sum of exp(v - max)), the cluster's CTAs exchange them through
+// each other's shared memory, and the second recomputes the product and
+// stores the outputs from v and the row's (max, sum).
+// The row form's tile at (m0, n0) into d: the wgmmas of its k-blocks
+// (the ring position `it` counts on).
+const char* kRowMmaTile = R"(      for (int kb = 0; kb < kBlocks; ++kb, ++it) {
+        const int s = (int)(it % $STAGES);
+        kiln_mbar_wait(kiln_smem(&full[s]), (unsigned)((it / $STAGES) & 1));
+        const unsigned stage = kiln_smem(smem + s * $STAGE_BYTES);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          const unsigned long long db = $DESC_B;
+$WGMMAS        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        if (kb > 0 && tid == 0) kiln_mbar_arrive(kiln_smem(&empty[(it - 1) % $STAGES]));
+      }
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      if (kBlocks > 0) {
+        if (tid == 0) kiln_mbar_arrive(kiln_smem(&empty[(it - 1) % $STAGES]));
+      } else {
+#pragma unroll
+        for (int i = 0; i < $ACC; ++i) d[i] = 0.0f;
+      }
+)";
+
+const char* kRowKernel = R"(
+__device__ __forceinline__ float kiln_neg_inf() { return __int_as_float(0xff800000); }
+// A value (x, y) into the same shared-memory offset of CTA `rank` of the cluster.
+__device__ __forceinline__ void kiln_st_cluster(const void* local, unsigned rank, float x, float y) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(kiln_smem(local)), "r"(rank));
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" :: "r"(remote), "f"(x), "f"(y) : "memory");
+}
+// An arrival on the barrier at `bar`'s offset in CTA `rank`, releasing this
+// thread's earlier accesses to the cluster.
+__device__ __forceinline__ void kiln_mbar_arrive_release_cluster(unsigned bar, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+}
+__device__ __forceinline__ void kiln_mbar_wait_acquire_cluster(unsigned bar, unsigned parity) {
+  asm volatile("{\n.reg .pred p;\nKILN_WAIT_X:\n"
+               "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra KILN_WAIT_X;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+$NAME($PARAMS, const __grid_constant__ KilnTensorMap tmA, const __grid_constant__ KilnTensorMap tmB$OUT_MAPS) {
+  const long long M = $M, N = $N, K = $K;
+  const long long tilesM = (M + 127) / 128, tilesN = (N + $BN - 1) / $BN;
+  // Work units: every batch's 128-row blocks, one cluster of $CLUSTER CTAs
+  // each at a time; the CTA of rank r takes column tiles r, r + $CLUSTER, ...
+  const long long numUnits = $BATCH * tilesM;
+  const long long kiln_cid = blockIdx.x / $CLUSTER, kiln_ncl = gridDim.x / $CLUSTER;
+  unsigned kiln_crank = 0;
+  if ($CLUSTER > 1) asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(kiln_crank));
+  const int kBlocks = (int)((K + 63) / 64);
+  extern __shared__ unsigned char kiln_smem_raw[];
+  unsigned char* smem = (unsigned char*)(((unsigned long long)kiln_smem_raw + 1023) & ~1023ull);
+  unsigned long long* full = (unsigned long long*)(smem + $STAGES * $STAGE_BYTES + $STAGING_BYTES);
+  unsigned long long* empty = full + $STAGES;
+  // The exchange, double-buffered by unit: barrier xbar[b] completes when
+  // every consumer thread of every CTA of the cluster has written its rows'
+  // (max, sum) into slot [b][its rank][row] of every CTA (the writes of a
+  // unit two ahead wait for this unit's exchange to complete everywhere,
+  // which each CTA's threads join only after reading it).
+  unsigned long long* xbar = empty + $STAGES;
+  float2* xstat = (float2*)(xbar + 2);
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < $STAGES; ++s) {
+      kiln_mbar_init(kiln_smem(&full[s]), 1);
+      kiln_mbar_init(kiln_smem(&empty[s]), 2);
+    }
+    kiln_mbar_init(kiln_smem(&xbar[0]), 256 * $CLUSTER);
+    kiln_mbar_init(kiln_smem(&xbar[1]), 256 * $CLUSTER);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+$INIT_SYNC
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 $PRODUCER_REGS;");
+    if (tid == 0) {
+      asm volatile("prefetch.tensormap [%0];" :: "l"(&tmA) : "memory");
+      asm volatile("prefetch.tensormap [%0];" :: "l"(&tmB) : "memory");
+      int it = 0;
+      for (long long u = kiln_cid; u < numUnits; u += kiln_ncl) {
+        const long long z = u / tilesM, m0 = (u - z * tilesM) * 128;
+        long long zA = 0, zB = 0;
+$OPERAND_BATCH
+        for (int pass = 0; pass < 2; ++pass)
+          for (long long nt = kiln_crank; nt < tilesN; nt += $CLUSTER) {
+            const long long n0 = nt * $BN;
+            for (int kb = 0; kb < kBlocks; ++kb, ++it) {
+              const int s = it % $STAGES;
+              kiln_mbar_wait(kiln_smem(&empty[s]), ((it / $STAGES) & 1) ^ 1);
+              const unsigned bar = kiln_smem(&full[s]);
+              const unsigned sA = kiln_smem(smem + s * $STAGE_BYTES), sB = sA + $A_BYTES;
+              kiln_mbar_expect_tx(bar, $EXPECT_BYTES);
+$LOADS
+            }
+          }
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 $CONSUMER_REGS;");
+  const int c = wg - 1, w = tid / 32, l = tid % 32;
+$EPILOGUE
+  float d[$ACC];
+  long long it = 0;  // the ring position of the next k-block
+  // This thread's rows of the tile: rr (accumulators i with i % 4 < 2) and rr + 8.
+  const int rr = c * 64 + 16 * w + l / 4;
+  unsigned ui = 0;  // units done: the exchange's buffer (ui & 1) and phase
+  for (long long u = kiln_cid; u < numUnits; u += kiln_ncl, ++ui) {
+    const long long z = u / tilesM, m0 = (u - z * tilesM) * 128;
+    // Pass 1: each row's running max and sum of exp(v - max) over this
+    // CTA's columns (each lane of a quad its own; the max kept equal across
+    // the quad, the sums added at the end).
+    float rmax[2] = {kiln_neg_inf(), kiln_neg_inf()}, rsum[2] = {0.0f, 0.0f};
+    for (long long nt = kiln_crank; nt < tilesN; nt += $CLUSTER) {
+      const long long n0 = nt * $BN;
+$MMA_TILE      if (m0 + 128 <= M && n0 + $BN <= N) {
+#pragma unroll
+        for (int i = 0; i < $ACC; i += 2) {
+          const float2 v = kiln_rowvals_inside(z, m0 + rr + ((i % 4) >= 2 ? 8 : 0), n0 + 8 * (i / 4) + 2 * (l % 4),
+                                               d[i], d[i + 1]);
+          d[i] = v.x;
+          d[i + 1] = v.y;
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < $ACC; i += 2) {
+          const float2 v = kiln_rowvals(z, m0 + rr + ((i % 4) >= 2 ? 8 : 0), n0 + 8 * (i / 4) + 2 * (l % 4), d[i],
+                                        d[i + 1]);
+          d[i] = v.x;
+          d[i + 1] = v.y;
+        }
+      }
+      float tmax[2] = {kiln_neg_inf(), kiln_neg_inf()}, tsum[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < $ACC; i += 2) {
+        const int h = (i % 4) >= 2;
+        tmax[h] = kiln_maximum(tmax[h], kiln_maximum(d[i], d[i + 1]));
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        tmax[h] = kiln_maximum(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
+        tmax[h] = kiln_maximum(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
+        const float nm = kiln_maximum(rmax[h], tmax[h]);
+        rsum[h] = nm == kiln_neg_inf() ? 0.0f : rsum[h] * __expf(rmax[h] - nm);
+        rmax[h] = nm;
+      }
+#pragma unroll
+      for (int i = 0; i < $ACC; i += 2) {
+        const int h = (i % 4) >= 2;
+        tsum[h] += __expf(d[i] - rmax[h]) + __expf(d[i + 1] - rmax[h]);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (rmax[h] != kiln_neg_inf()) rsum[h] += tsum[h];
+    }
+    float kiln_M[2], kiln_S[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 1);
+      rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 2);
+      kiln_M[h] = rmax[h];
+      kiln_S[h] = rsum[h];
+    }
+    if ($CLUSTER > 1) {
+      // Every rank's (max, sum) of the rows, merged in rank order.
+      const unsigned b = ui & 1;
+      if (l % 4 == 0)
+        for (unsigned p = 0; p < $CLUSTER; ++p)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            kiln_st_cluster(&xstat[(b * $CLUSTER + kiln_crank) * 128 + rr + 8 * h], p, rmax[h], rsum[h]);
+      for (unsigned p = 0; p < $CLUSTER; ++p) kiln_mbar_arrive_release_cluster(kiln_smem(&xbar[b]), p);
+      kiln_mbar_wait_acquire_cluster(kiln_smem(&xbar[b]), (ui >> 1) & 1);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float m = kiln_neg_inf(), s = 0.0f;
+        for (unsigned p = 0; p < $CLUSTER; ++p) m = kiln_maximum(m, xstat[(b * $CLUSTER + p) * 128 + rr + 8 * h].x);
+        if (m != kiln_neg_inf())
+          for (unsigned p = 0; p < $CLUSTER; ++p) {
+            const float2 e = xstat[(b * $CLUSTER + p) * 128 + rr + 8 * h];
+            s += e.y * __expf(e.x - m);
+          }
+        kiln_M[h] = m;
+        kiln_S[h] = s;
+      }
+    }
+    // Pass 2: the product again, and the outputs from v and the row's (max, sum).
+    for (long long nt = kiln_crank; nt < tilesN; nt += $CLUSTER) {
+      const long long n0 = nt * $BN;
+$MMA_TILE$STORE_CALLS    }
+  }
+$STORE_TAIL}
+)";
+
 }  // namespace
 
 MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std::string& name, int smCount) {
@@ -400,17 +637,29 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   const int staging = sm90StagingBytes(g);
   if ((c.blockN / 64) % c.stagingBuffers != 0)
     throw Error("matmul (sm_90a kernel): config " + c.json() + ": staging_buffers must divide block_n / 64");
+  const bool rows = sm90RowForm(g);
+  if (rows && (c.pingpong || c.clusterM != 1))
+    throw Error("matmul (sm_90a kernel): config " + c.json() + ": a matmul with a softmax over its rows takes "
+                "cooperative consumers (pingpong 0) and cluster_m 1 (its clusters are cluster_n)");
+  const int extra = rows ? rowExchangeBytes(c.clusterN) : 0;
+  if (c.sharedBytes() + extra > kMaxShared)
+    throw Error("matmul (sm_90a kernel): config " + c.json() + " needs " + std::to_string(c.sharedBytes() + extra) +
+                " bytes of shared memory; at most " + std::to_string(kMaxShared) + " fit");
   // Fewer staging buffers where that many do not fit next to the ring (a
   // tuned config of stages alone over the heuristic's buffers); the kernel's
-  // config says what it got.
+  // config says what it got (and cluster_n 1 without a softmax over the
+  // rows: it applies to that form only).
   int nb = c.stagingBuffers;
-  while (nb > 1 && c.sharedBytes() + nb * staging > kMaxShared) nb /= 2;
-  if (nb != c.stagingBuffers) {
+  while (nb > 1 && c.sharedBytes() + nb * staging + extra > kMaxShared) nb /= 2;
+  if (nb != c.stagingBuffers || (!rows && c.clusterN != 1)) {
     Sm90MatmulConfig got = c;
     got.stagingBuffers = nb;
+    if (!rows) got.clusterN = 1;
     k.config = got.json();
   }
-  const bool useTma = c.tmaStore && !c.pingpong && staging > 0 && c.sharedBytes() + nb * staging <= kMaxShared;
+  const int clusterN = rows ? c.clusterN : 1;
+  const bool useTma =
+      c.tmaStore && !c.pingpong && staging > 0 && c.sharedBytes() + nb * staging + extra <= kMaxShared;
   MatmulSignature sig = matmulSignature(g, k, true, useTma);
   const Node& mm = *sig.mm;
   const Node& an = g.node(mm.inputs[0]);
@@ -476,6 +725,11 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
 
   // Per m64 block h of the consumer's rows: one wgmma per k16 step into
   // accumulators [h * BN/2, (h + 1) * BN/2).
+  // The row form's epilogues also take the row's max and sum (the thread's
+  // row of accumulator i: kiln_M[(i % 4) >= 2]).
+  auto stat = [&](const std::string& i) {
+    return rows ? ", kiln_M[(" + i + " % 4) >= 2], kiln_S[(" + i + " % 4) >= 2]" : std::string();
+  };
   const int halves = c.pingpong ? 2 : 1;
   const int perHalf = c.blockN / 2;
   std::string wgmmas, calls, callsEdge;
@@ -499,7 +753,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
       (std::string(fn) == "kiln_epilogue" ? callsEdge : calls) +=
           "#pragma unroll\n      for (int i = 0; i < " + std::to_string(perHalf) + "; i += 2)\n        " + fn + "(z, " +
           rowBase + " + 16 * w + l / 4 + ((i % 4) >= 2 ? 8 : 0), n0 + 8 * (i / 4) + 2 * (l % 4), d[" +
-          std::to_string(h * perHalf) + " + i], d[" + std::to_string(h * perHalf) + " + i + 1]);\n";
+          std::to_string(h * perHalf) + " + i], d[" + std::to_string(h * perHalf) + " + i + 1]" + stat("i") + ");\n";
   }
   std::string outMaps, storeTail, tmaRowsOk;
   if (useTma) {
@@ -537,7 +791,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
             "        for (int q = 0; q < 32; q += 2) {\n"
             "          const int r = 16 * w + l / 4 + ((q % 4) >= 2 ? 8 : 0), cc = 8 * (q / 4) + 2 * (l % 4);\n"
             "          kiln_epilogue_staged(z, m0 + c * 64 + r, n0 + ch * 64 + cc, d[ch * 32 + q], d[ch * 32 + q + 1], "
-            "st, r, cc);\n"
+            "st, r, cc" + stat("q") + ");\n"
             "        }\n"
             "        asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
             "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(3 + c) : \"memory\");\n"
@@ -557,7 +811,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
       inside += "#pragma unroll\n      for (int i = 0; i < " + std::to_string(perHalf) +
                 "; i += 2)\n        kiln_epilogue_inside(z, m0 + c * 64 + 16 * w + l / 4 + ((i % 4) >= 2 ? 8 : 0), n0 + 8 * "
                 "(i / 4) + 2 * (l % 4), d[" + std::to_string(h * perHalf) + " + i], d[" + std::to_string(h * perHalf) +
-                " + i + 1]);\n";
+                " + i + 1]" + stat("i") + ");\n";
     calls = "    if (kiln_tma_rows && m0 + 128 <= M && n0 + $BN <= N) {\n" + calls +
             "    } else if (m0 + 128 <= M && n0 + $BN <= N) {\n" + inside + "    } else {\n" + callsEdge + "    }\n";
     calls = "    const bool kiln_tma_rows = true" + tmaRowsOk + ";\n" + calls;
@@ -570,8 +824,14 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                                                     : "") +
                      ", " + std::string(dtypeName(t)) + (mm.transA ? ", A stored [K, M]" : "") +
                      (mm.transB ? ", B stored [N, K]" : ", B stored [K, N]") +
-                     (useTma ? "; inner tiles stored through shared memory and TMA" : "");
-  std::string src = kTemplate;
+                     (useTma ? "; inner tiles stored through shared memory and TMA" : "") +
+                     (rows ? "; a softmax over the product's rows, the product computed twice (row statistics, "
+                             "then the outputs), clusters of " + std::to_string(clusterN) + " CTAs along N"
+                           : "");
+  std::string src = std::string(kHelpers) + (rows ? kRowKernel : kKernel);
+  replaceAll(src, "$MMA_TILE", kRowMmaTile);
+  // CTAs per cluster: along M (B multicast), or the row form's along N.
+  const int ctas = rows ? clusterN : cl;
   replaceAll(src, "$NAME", name + "_v");
   replaceAll(src, "$PRELUDE", sig.prelude);
   replaceAll(src, "$EPILOGUE", sig.epilogue);
@@ -617,7 +877,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                        "  };\n");
   replaceAll(src, "$RELEASERS", cl == 1 ? "tid == 0" : "(tid == 0 || tid == 32)");
   replaceAll(src, "$INIT_SYNC",
-             cl == 1 ? "  __syncthreads();\n"
+             ctas == 1 ? "  __syncthreads();\n"
                      : "  // Every CTA's barriers are initialized before a peer's multicast or arrival reaches them.\n"
                        "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\nbarrier.cluster.wait.acquire.aligned;\" ::: "
                        "\"memory\");\n");
@@ -627,7 +887,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                        "      // peer's arrival may reach this CTA's barriers after it has gone.\n"
                        "      for (int i = 0; i < $STAGES; ++i, ++it)\n"
                        "        kiln_mbar_wait(kiln_smem(&empty[it % $STAGES]), ((it / $STAGES) & 1) ^ 1);\n");
-  replaceAll(src, "$CLUSTER", std::to_string(cl));
+  replaceAll(src, "$CLUSTER", std::to_string(ctas));
   replaceAll(src, "$DESC_B", mm.transB ? "kiln_desc_k(stage + $A_BYTES + kk * 32)" : "kiln_desc_mn(stage + $A_BYTES + kk * 2048)");
   replaceAll(src, "$TRANS_A", mm.transA ? "1" : "0");
   replaceAll(src, "$TRANS_B", mm.transB ? "0" : "1");
@@ -655,7 +915,15 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   k.launch.tile = {128 * cl, c.blockN};  // one cluster per work unit, at most one block per SM
   k.launch.cluster = cl;
   k.launch.maxBlocks = smCount;
-  k.launch.sharedBytes = c.sharedBytes() + (useTma ? nb * staging : 0);
+  k.launch.sharedBytes = c.sharedBytes() + (useTma ? nb * staging : 0) + extra;
+  if (rows) {
+    // A unit is a 128-row block (all its columns); the clusters that fit at
+    // once loop over the units.
+    k.launch.tile = {128, int64_t(1) << 40};
+    k.launch.cluster = clusterN;
+    k.launch.maxBlocks = std::max(smCount / clusterN, 1) * clusterN;
+    k.launch.resident = true;
+  }
   return out;
 }
 

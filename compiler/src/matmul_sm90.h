@@ -56,6 +56,10 @@ struct KILN_COMPILER_API Sm90MatmulConfig {
   // its buffer. More buffers let a tile's stores drain while the next
   // tile's wgmmas run (short K, where the epilogue is most of a tile).
   int stagingBuffers = 1;
+  // The row-softmax form only (a softmax over the product's rows in the
+  // kernel's graph, see below): CTAs per cluster (1, 2, 4 or 8) that split
+  // a 128-row block's column tiles and exchange their rows' statistics.
+  int clusterN = 1;
   int producerRegs = 40; // setmaxnreg for the producer warpgroup
   int consumerRegs = 232;
   std::string json() const;
@@ -84,6 +88,19 @@ KILN_COMPILER_API std::vector<Sm90MatmulConfig> sm90MatmulSpace();
 // row stride of each operand (its contiguous dim) a static multiple of 8
 // elements (TMA needs 16-byte strides). Otherwise the portable kernel runs.
 KILN_COMPILER_API bool sm90MatmulApplies(const Graph& g);
+
+// The row-softmax form: where the kernel's graph also takes a softmax over
+// the product's rows (MatmulRowStats: the planner puts it there for a short
+// K, where computing the product twice costs less than storing it and
+// reading it back), each 128-row block of the output is a work unit of a
+// cluster of `cluster_n` CTAs. In a first pass over the unit's column tiles
+// the consumers keep each row's running max and sum of exp(v - max) (online
+// softmax) and store nothing; the cluster's CTAs exchange those through
+// each other's shared memory; a second pass computes the tiles again and
+// stores the outputs, computed from v and the row's max and sum, through
+// the usual epilogue (TMA for inner tiles). Cooperative consumers,
+// cluster_m 1.
+KILN_COMPILER_API bool sm90RowForm(const Graph& g);
 
 // The kernel (source, signature, tensor maps, launch geometry).
 KILN_COMPILER_API MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& config, const std::string& name, int smCount);

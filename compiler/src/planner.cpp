@@ -1476,7 +1476,7 @@ bool broadcastsTo(const Shape& s, const Shape& to) {
 // and a value one stage computes and a later one reads goes through the
 // workspace (kiln_mm*): a matmul's operand computed in the graph (a norm's
 // output), its product read by a softmax or a reduction, a residual.
-Plan planAroundMatmuls(const Graph& g0) {
+Plan planAroundMatmuls(const Graph& g0, const PlanOptions& options) {
   const Graph g = foldMatmulTransposes(g0);
   const std::vector<int> order = g.canonicalOrder();
   std::map<int, int> pos;
@@ -1554,6 +1554,102 @@ Plan planAroundMatmuls(const Graph& g0) {
       bool restOnly = !users[id].empty();
       for (int u : users[id]) restOnly = restOnly && !kernelOf.count(u);
       if (restOnly) kernelOf.erase(k);
+    }
+  }
+
+  // A softmax over a matmul's rows joins the matmul's kernel (its row-
+  // softmax form) where K is short: computing the product twice costs less
+  // than storing it and reading it back (the attention scores: K 128, the
+  // product T x T). The form: v computed per element from the product (its
+  // epilogue, and the softmax's widening cast), mx = max(v) and
+  // s = sum(exp(v - mx)) over the last axis, and outputs computed per
+  // element from those; nothing else reads any of them or the product.
+  std::set<int> rowSoftmax;  // mms indices
+  if (options.matmulRowSoftmax) {
+    std::map<int, std::vector<int>> users;
+    for (int id : order)
+      for (int i : g.node(id).inputs) users[i].push_back(id);
+    std::set<int> outputs;
+    for (const GraphOutput& o : g.outputs()) outputs.insert(o.node);
+    for (int mi = 0; mi < static_cast<int>(mms.size()); ++mi) {
+      const int mmId = mms[mi].node;
+      const Node& mn = g.node(mmId);
+      const Node& an = g.node(mn.inputs[0]);
+      const Node& bn = g.node(mn.inputs[1]);
+      const Dim& K = mn.transA ? an.shape[an.shape.size() - 2] : an.shape.back();
+      bool hopper = (mn.dtype == DType::BF16 || mn.dtype == DType::F16) && K.isStatic() && K.size <= kRowSoftmaxMaxK;
+      for (const Node* x : {&an, &bn})
+        hopper = hopper && x->dtype == mn.dtype && x->shape.back().isStatic() && x->shape.back().size % 8 == 0;
+      if (!hopper || outputs.count(mmId)) continue;
+      const int r = static_cast<int>(mn.shape.size());
+      auto lastKeep = [&](const Node& x, Op op) {
+        return x.op == op && x.keepdim && x.axes == std::vector<int64_t>{r - 1} && x.dtype == DType::F32;
+      };
+      auto userOf = [&](int id, const std::function<bool(const Node&)>& want) {
+        for (int u : users[id])
+          if (want(g.node(u))) return u;
+        return -1;
+      };
+      for (int mx : order) {
+        if (!lastKeep(g.node(mx), Op::Max)) continue;
+        const int v = g.node(mx).inputs[0];
+        if (!(g.node(v).shape == mn.shape) || g.node(v).dtype != DType::F32) continue;
+        // v's chain from the product: elementwise nodes of its shape whose
+        // other operands are computed per element from parameters.
+        std::set<int> fused;
+        std::map<int, bool> memo;
+        std::function<bool(int)> chain = [&](int id) -> bool {
+          if (id == mmId) return true;
+          if (auto it = memo.find(id); it != memo.end()) return it->second;
+          memo[id] = false;
+          const Node& n = g.node(id);
+          if (!isElementwise(n.op) || !cudaElementSupported(g, n) || !(n.shape == mn.shape)) return false;
+          bool reaches = false;
+          for (int i : n.inputs) {
+            if (i == mmId || (!isFree(i) && !pre(i, mi) && chain(i))) reaches = true;
+            else if (!isFree(i) && !pre(i, mi)) return false;
+          }
+          if (reaches) fused.insert(id);
+          return memo[id] = reaches;
+        };
+        if (!chain(v)) continue;
+        const int d = userOf(mx, [&](const Node& n) { return n.op == Op::Sub && n.inputs == std::vector<int>{v, mx}; });
+        const int e = d < 0 ? -1 : userOf(d, [&](const Node& n) { return n.op == Op::Exp; });
+        const int sm = e < 0 ? -1 : userOf(e, [&](const Node& n) { return lastKeep(n, Op::Sum); });
+        if (sm < 0) continue;
+        fused.insert({mx, d, e, sm});
+        // What is computed per element from those (the outputs).
+        for (int id : order) {
+          const Node& n = g.node(id);
+          if (fused.count(id) || id == mmId || !isElementwise(n.op) || !cudaElementSupported(g, n)) continue;
+          bool reads = false, ok = broadcastsTo(n.shape, mn.shape);
+          for (int i : n.inputs) {
+            if (fused.count(i)) reads = true;
+            else ok = ok && (isFree(i) || pre(i, mi));
+          }
+          if (reads && ok) fused.insert(id);
+        }
+        // Nothing else reads them or the product; the outputs are full-
+        // shaped values; the matmul's epilogue is all in them.
+        bool closed = true, anyOutput = false;
+        for (int id : fused) {
+          for (int u : users[id]) closed = closed && fused.count(u);
+          if (outputs.count(id)) {
+            anyOutput = true;
+            closed = closed && g.node(id).shape == mn.shape;
+          }
+        }
+        for (int u : users[mmId]) closed = closed && fused.count(u);
+        for (const auto& [id, k] : kernelOf)
+          if (k == mi && id != mmId) closed = closed && fused.count(id);
+        if (!closed || !anyOutput) continue;
+        for (int id : fused) {
+          kernelOf[id] = mi;
+          level[id] = mms[mi].level;
+        }
+        rowSoftmax.insert(mi);
+        break;
+      }
     }
   }
 
@@ -1705,6 +1801,12 @@ Plan planAroundMatmuls(const Graph& g0) {
       kp.why = "kernel " + std::to_string(first) + ": matmul " + typeToString(mn.dtype, mn.shape) +
                (mn.transA ? ", A transposed" : "") + (mn.transB ? ", B transposed" : "") +
                (mn.tf32 ? ", through tf32" : "") +
+               (rowSoftmax.count(stages[s].mm)
+                    ? ", with the softmax over its rows (the product computed twice, for the rows' max and sum and "
+                      "then for the outputs, instead of stored and read back: K is " +
+                          dimToString(mn.transA ? g.node(mn.inputs[0]).shape[g.node(mn.inputs[0]).shape.size() - 2]
+                                                   : g.node(mn.inputs[0]).shape.back()) + ")"
+                    : "") +
                (numEpi ? ", epilogue of " + std::to_string(numEpi) + " fused elementwise op(s) (" + epi + ")" : "") +
                ", writes " + outs;
       if (const std::string r = readsOf(kp.graph); !r.empty()) {
@@ -1749,10 +1851,10 @@ Plan planAroundMatmuls(const Graph& g0) {
 
 }  // namespace
 
-Plan planGraph(const Graph& g) {
+Plan planGraph(const Graph& g, const PlanOptions& options) {
   const Graph m = mergeEqualNodes(g);
   for (int id : m.canonicalOrder())
-    if (m.node(id).op == Op::Matmul) return planAroundMatmuls(m);
+    if (m.node(id).op == Op::Matmul) return planAroundMatmuls(m, options);
   return planWithoutMatmuls(m, {});
 }
 

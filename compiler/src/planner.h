@@ -52,8 +52,18 @@ struct Plan {
   std::string explain;
 };
 
+struct PlanOptions {
+  // A softmax over the rows of a matmul's product, where the Hopper kernel
+  // takes the matmul and K is short (at most kRowSoftmaxMaxK), joins the
+  // matmul's kernel (its row-softmax form, matmul_sm90.h) instead of a row
+  // kernel that reads the stored product back: set for sm_90 targets
+  // (CompileOptions::matmulRowSoftmax).
+  bool matmulRowSoftmax = false;
+};
+inline constexpr int64_t kRowSoftmaxMaxK = 256;
+
 // Exported for the tests that evaluate a plan's kernels on the CPU.
-KILN_COMPILER_API Plan planGraph(const Graph& g);
+KILN_COMPILER_API Plan planGraph(const Graph& g, const PlanOptions& options = {});
 
 // The graph with every reduction rewritten over its operand's last axis
 // (exposed for tests and `kiln compile --emit=graph`).

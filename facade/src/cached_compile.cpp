@@ -110,7 +110,7 @@ std::string cacheKey(const Graph& g, const compiler::CompileOptions& o) {
                   std::string(compiler::routeName(o.route)) + "\nvariants " +
                   std::to_string(static_cast<int>(o.variants)) + "\nkeepText " + (o.keepText ? "1" : "0") +
                   "\nconfig " + o.configOverride + "\nrowConfig " + o.rowConfigOverride + "\nmatmulConfig " +
-                  o.matmulConfigOverride + "\n";
+                  o.matmulConfigOverride + "\n" + (o.matmulRowSoftmax ? "matmulRowSoftmax 1\n" : "");
   // LLVM options for experiments change the PTX without changing any of the above.
   if (const char* llvmArgs = std::getenv("KILN_LLVM_ARGS"); llvmArgs && *llvmArgs)
     k += std::string("llvmArgs ") + llvmArgs + "\n";

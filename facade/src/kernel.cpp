@@ -499,7 +499,7 @@ Kernel compile(const Graph& graph, const CompileOptions& options) {
   if (options.tune != CompileOptions::Tune::Off) tuningNotes = detail::resolveTuning(graph, graphText, options, co);
   std::string key = chip + "|" + std::string(compiler::routeName(options.route)) + "|" +
                     (options.keepText ? "t" : "-") + "|" + options.configOverride + "|" + options.rowConfigOverride + "|" +
-                    options.matmulConfigOverride + "|";
+                    options.matmulConfigOverride + "|" + (options.matmulRowSoftmax ? "row-softmax|" : "");
   for (const auto& [index, config] : co.kernelConfigs) key += std::to_string(index) + "=" + config + ";";
   key += "|";
   for (const auto& [dim, value] : co.dimHints) key += dim + "~" + std::to_string(compiler::dimHintClass(value)) + ";";
@@ -588,6 +588,7 @@ compiler::CompileOptions compilerOptions(const CompileOptions& options, const st
   co.configOverride = options.configOverride;
   co.rowConfigOverride = options.rowConfigOverride;
   co.matmulConfigOverride = options.matmulConfigOverride;
+  co.matmulRowSoftmax = options.matmulRowSoftmax;
   co.variants = compiler::EntryVariants::VectorOnly;
   if (rt::driverAvailable()) co.smCount = rt::Device::current().basics().smCount;
   return co;

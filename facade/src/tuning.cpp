@@ -490,7 +490,8 @@ std::vector<std::string> resolveTuning(const Graph& graph, const std::string& gr
   const bool useMemo = options.tuningDatabase == nullptr;
   std::string key = std::string(modeName(mode)) + "|" +
                     device.str() + "|" + co.chip + "|" + std::to_string(co.smCount) + "|" + co.configOverride + "|" +
-                    co.rowConfigOverride + "|" + co.matmulConfigOverride + "|" + std::to_string(options.tuneIters) + "|";
+                    co.rowConfigOverride + "|" + co.matmulConfigOverride + "|" + (co.matmulRowSoftmax ? "row-softmax|" : "") +
+                    std::to_string(options.tuneIters) + "|";
   for (const auto& [name, v] : options.dims) key += name + "=" + std::to_string(v) + ",";
   key += "|" + graphText;
   if (auto it = memo().find(key); useMemo && it != memo().end()) {

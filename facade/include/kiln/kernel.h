@@ -73,6 +73,11 @@ struct CompileOptions {
   std::string rowConfigOverride;
   // The same for matmul kernels on Hopper (keys: block_n, stages, group_m).
   std::string matmulConfigOverride;
+  // A softmax over the rows of a Hopper matmul's product with a short K is
+  // computed in the matmul kernel, the product computed twice instead of
+  // stored and read back (see compiler::CompileOptions::matmulRowSoftmax;
+  // off by default until checked on a GPU).
+  bool matmulRowSoftmax = false;
   // Look up and store compiled kernels in the disk cache ($KILN_CACHE_DIR,
   // else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; KILN_CACHE=0 turns it off
   // for the whole process). A second process compiling an equal graph with

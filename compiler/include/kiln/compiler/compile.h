@@ -182,6 +182,13 @@ struct CompileOptions {
   std::string rowConfigOverride;
   // The same for the Hopper matmul kernel (keys: block_n, stages, group_m).
   std::string matmulConfigOverride;
+  // A softmax over the rows of a Hopper matmul's product with a short K
+  // (attention scores) is computed by the matmul kernel, which computes the
+  // product twice (the rows' statistics, then the outputs) instead of
+  // storing it for a row kernel (planner.h). Off by default until its
+  // kernels have run against the reference on a GPU (written in session 45
+  // without one; docs/benchmarks.md); false: the product is stored.
+  bool matmulRowSoftmax = false;
   // Per kernel (by its index in the plan, see describeKernels): a JSON
   // object applied after the schedule-wide overrides above. What the tuner
   // and the tuning database set. A kernel given here is built exactly as
