@@ -7,8 +7,10 @@
 // batches, small M and every config of the Hopper kernel's space.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 
 #include "gpu_support.h"
@@ -458,7 +460,12 @@ TEST_CASE("matmul: a softmax over the product's rows in the Hopper kernel matche
   };
   for (int cn : {1, 2, 8})
     cases.push_back({700, 2100, 128, {}, 0, true, "{\"cluster_n\": " + std::to_string(cn) + "}"});
-  cases.push_back({1024, 1024, 128, {}, 0, true, "{\"block_n\": 128, \"staging_buffers\": 1, \"stages\": 4}"});
+  // Every config of the form's tuning space.
+  for (const compiler::Sm90MatmulConfig& c : compiler::sm90RowMatmulSpace())
+    cases.push_back({300, 1100, 64, {}, 0, true, c.json()});
+  // KILN_ROW_SOFTMAX_CASES=N: the first N cases only (under compute-sanitizer).
+  if (const char* n = std::getenv("KILN_ROW_SOFTMAX_CASES"))
+    cases.resize(std::min(cases.size(), static_cast<size_t>(std::max(0, std::atoi(n)))));
   for (const Case& c : cases) {
     INFO("Tq " << c.tq << ", Tk " << c.tk << ", d " << c.d << ", batch " << shapeToString(c.batch) << ", kind "
                << c.kind << (c.dynamic ? ", dynamic" : ", static") << " " << c.config);

@@ -259,7 +259,7 @@ std::vector<KernelTuningInfo> describeKernels(const Graph& graph, const CompileO
         // The Hopper kernel's space, the heuristic's config first.
         Sm90MatmulConfig h = sm90ConfigOf(kp, options, -1);
         info.space.push_back(h.json());
-        for (const Sm90MatmulConfig& c : sm90MatmulSpace())
+        for (const Sm90MatmulConfig& c : sm90RowForm(kp.graph) ? sm90RowMatmulSpace() : sm90MatmulSpace())
           if (c.json() != h.json()) info.space.push_back(c.json());
         info.defaultConfig = sm90ConfigOf(kp, options, static_cast<long>(i)).json();
       } else {

@@ -201,6 +201,22 @@ std::vector<Sm90MatmulConfig> sm90MatmulSpace() {
   return out;
 }
 
+std::vector<Sm90MatmulConfig> sm90RowMatmulSpace() {
+  std::vector<Sm90MatmulConfig> out;
+  for (int bn : {256, 128})
+    for (int cn : {1, 2, 4, 8})
+      for (int stages : {2, 3, 4})
+        for (int nb : {1, bn / 64}) {
+          Sm90MatmulConfig c;
+          c.blockN = bn;
+          c.clusterN = cn;
+          c.stages = stages;
+          c.stagingBuffers = nb;
+          out.push_back(c);
+        }
+  return out;
+}
+
 int sm90StagingBytes(const Graph& g) {
   const MatmulShape sh = matmulShape(g);
   if (g.outputs().size() > 2) return 0;

@@ -83,6 +83,10 @@ KILN_COMPILER_API Sm90MatmulConfig sm90MatmulHeuristic(const Graph& g, int smCou
 
 // The default search space (every config must compile without spills).
 KILN_COMPILER_API std::vector<Sm90MatmulConfig> sm90MatmulSpace();
+// The row-softmax form's (see below): cooperative, cluster_m 1; tiles 128 or
+// 256 wide, clusters of 1 to 8 along N, 2 to 4 ring stages, one staging
+// buffer or one per chunk.
+KILN_COMPILER_API std::vector<Sm90MatmulConfig> sm90RowMatmulSpace();
 
 // Whether the Hopper kernel takes this graph's matmul: bf16/f16, and the
 // row stride of each operand (its contiguous dim) a static multiple of 8
