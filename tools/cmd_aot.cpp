@@ -52,6 +52,10 @@ const char* kAotHelp =
     "  --namespace NS     the functions' namespace (default kiln_aot)\n"
     "  --chip sm_XY       target SM (default sm_90); the cubin runs on that SM\n"
     "  --sms N            the GPU's SM count for the grid heuristics (default 132)\n"
+    "  --matmul-row-softmax  a softmax over a Hopper matmul's rows (short K) in\n"
+    "                    the matmul's kernel, the product computed twice\n"
+    "                    (CompileOptions::matmulRowSoftmax; not yet checked on\n"
+    "                    a GPU, off by default)\n"
     "  --pointwise-config JSON, --row-config JSON, --matmul-config JSON\n"
     "                     as for `kiln compile`\n"
     "  --tuning FILE      take each kernel's config from this tuning database\n"
@@ -183,6 +187,7 @@ int runAot(int argc, char** argv) {
   if (auto c = a.get("pointwise-config")) opts.configOverride = *c;
   if (auto c = a.get("row-config")) opts.rowConfigOverride = *c;
   if (auto c = a.get("matmul-config")) opts.matmulConfigOverride = *c;
+  opts.matmulRowSoftmax = a.has("matmul-row-softmax");
   opts.variants = compiler::EntryVariants::All;
   // Tuned configs from a shipped database, for its device.
   std::optional<tune::DeviceKey> tuningDevice;

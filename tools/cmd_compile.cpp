@@ -36,6 +36,10 @@ const char* kCompileHelp =
     "                    gets the long-row config; at launch, the facade builds\n"
     "                    such a variant for values outside a kernel's range)\n"
     "  --chip sm_XY      target SM (default sm_90)\n"
+    "  --matmul-row-softmax  a softmax over a Hopper matmul's rows (short K) in\n"
+    "                    the matmul's kernel, the product computed twice\n"
+    "                    (CompileOptions::matmulRowSoftmax; not yet checked on\n"
+    "                    a GPU, off by default)\n"
     "  --pointwise-config JSON, --row-config JSON, --matmul-config JSON\n"
     "                    replace the heuristic's choices in every kernel of that\n"
     "                    schedule (keys: docs/tuning.md), e.g.\n"
@@ -95,6 +99,7 @@ int runCompile(int argc, char** argv) {
     if (auto c = a.get("pointwise-config")) opts.configOverride = *c;
     if (auto c = a.get("row-config")) opts.rowConfigOverride = *c;
     if (auto c = a.get("matmul-config")) opts.matmulConfigOverride = *c;
+    opts.matmulRowSoftmax = a.has("matmul-row-softmax");
     for (const auto& [name, v] : hints) opts.dimHints[name] = v;
     compiler::CompiledGraph cg = compileGraphCached(g, opts, !a.has("no-cache"));
     if (a.has("json")) {
