@@ -227,6 +227,11 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
       else if (n.op == Op::Input) expr = cudaLoadValue(ptrOf.at(id) + "[" + offset(n.shape, col) + "]", n.dtype);
       else if (n.op == Op::Scalar) expr = scalarOf.at(id);
       else if (n.op == Op::Constant) expr = cudaConstant(n);
+      else if (rs.any() && n.op == Op::Div && n.inputs[1] == rs.sum && isFloat(n.dtype) &&
+               isFloat(g.node(n.inputs[0]).dtype))
+        // Division by the row's sum (softmax's): a product with its
+        // reciprocal, taken once per row (not a division per element).
+        expr = "(" + v.at(n.inputs[0]) + " * kiln_rinv)";
       else {
         std::vector<std::string> ops;
         for (int i : n.inputs) ops.push_back(v.at(i));
@@ -281,7 +286,7 @@ MatmulSignature matmulSignature(const Graph& g, CompiledKernel& k, bool pairStor
       batchCoords += "    const long long zc" + std::to_string(d) + " = zz % " + dimExpr(sig.batch[d]) + "; zz /= " +
                      dimExpr(sig.batch[d]) + ";\n";
   }
-  const std::string statParams = rs.any() ? ", float kiln_rmax, float kiln_rsum" : "";
+  const std::string statParams = rs.any() ? ", float kiln_rmax, float kiln_rsum, float kiln_rinv" : "";
   std::string e = "  // The epilogue: the graph's outputs at (batch z, row, col) and (z, row, col + 1).\n"
                   "  auto kiln_epilogue = [&](long long z, long long row, long long col, float acc0, float acc1" + statParams + ") {\n"
                   "    if (row >= M || col >= N) return;\n" +

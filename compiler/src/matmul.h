@@ -80,8 +80,8 @@ struct MatmulSignature : MatmulShape {
   std::string params;         // the kernel's parameter list
   std::string aPtr, bPtr;     // parameter names of the operands
   std::string epilogue;       // defines kiln_epilogue (inside the kernel)
-  MatmulRowStats rows;        // with row statistics: every epilogue takes two
-                              // more arguments, the row's max and sum (floats),
+  MatmulRowStats rows;        // with row statistics: every epilogue takes three
+                              // more arguments, the row's max, sum and 1 / sum,
                               // and the epilogue also defines
                               //   kiln_rowvals(z, row, col, acc0, acc1, v0, v1)
                               // (v at both columns, -inf outside the output)

@@ -623,6 +623,9 @@ $MMA_TILE      if (m0 + 128 <= M && n0 + $BN <= N) {
         kiln_S[h] = s;
       }
     }
+    float kiln_R[2];  // 1 / sum: softmax's division, once per row
+#pragma unroll
+    for (int h = 0; h < 2; ++h) kiln_R[h] = 1.0f / kiln_S[h];
     // Pass 2: the product again, and the outputs from v and the row's (max, sum).
     for (long long nt = kiln_crank; nt < tilesN; nt += $CLUSTER) {
       const long long n0 = nt * $BN;
@@ -744,7 +747,8 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
   // The row form's epilogues also take the row's max and sum (the thread's
   // row of accumulator i: kiln_M[(i % 4) >= 2]).
   auto stat = [&](const std::string& i) {
-    return rows ? ", kiln_M[(" + i + " % 4) >= 2], kiln_S[(" + i + " % 4) >= 2]" : std::string();
+    return rows ? ", kiln_M[(" + i + " % 4) >= 2], kiln_S[(" + i + " % 4) >= 2], kiln_R[(" + i + " % 4) >= 2]"
+                : std::string();
   };
   const int halves = c.pingpong ? 2 : 1;
   const int perHalf = c.blockN / 2;
