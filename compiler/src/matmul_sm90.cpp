@@ -569,28 +569,32 @@ $MMA_TILE      if (m0 + 128 <= M && n0 + $BN <= N) {
           d[i + 1] = v.y;
         }
       }
-      float tmax[2] = {kiln_neg_inf(), kiln_neg_inf()}, tsum[2] = {0.0f, 0.0f};
+      // Maxima by fmaxf (a NaN is lost there but not in the sum, which it
+      // makes NaN: the row's outputs are NaN, as torch's). The sums are taken
+      // relative to the running max, or to 0 while that is -inf (so that
+      // -inf - -inf makes no NaN of an empty row).
+      float tmax[2] = {kiln_neg_inf(), kiln_neg_inf()}, tsum[2] = {0.0f, 0.0f}, ref[2];
 #pragma unroll
       for (int i = 0; i < $ACC; i += 2) {
         const int h = (i % 4) >= 2;
-        tmax[h] = kiln_maximum(tmax[h], kiln_maximum(d[i], d[i + 1]));
+        tmax[h] = fmaxf(tmax[h], fmaxf(d[i], d[i + 1]));
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        tmax[h] = kiln_maximum(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
-        tmax[h] = kiln_maximum(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
-        const float nm = kiln_maximum(rmax[h], tmax[h]);
-        rsum[h] = nm == kiln_neg_inf() ? 0.0f : rsum[h] * __expf(rmax[h] - nm);
+        tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
+        tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
+        const float nm = fmaxf(rmax[h], tmax[h]);
+        ref[h] = nm == kiln_neg_inf() ? 0.0f : nm;
+        rsum[h] *= __expf(rmax[h] - ref[h]);
         rmax[h] = nm;
       }
 #pragma unroll
       for (int i = 0; i < $ACC; i += 2) {
         const int h = (i % 4) >= 2;
-        tsum[h] += __expf(d[i] - rmax[h]) + __expf(d[i + 1] - rmax[h]);
+        tsum[h] += __expf(d[i] - ref[h]) + __expf(d[i + 1] - ref[h]);
       }
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if (rmax[h] != kiln_neg_inf()) rsum[h] += tsum[h];
+      for (int h = 0; h < 2; ++h) rsum[h] += tsum[h];
     }
     float kiln_M[2], kiln_S[2];
 #pragma unroll
@@ -613,12 +617,12 @@ $MMA_TILE      if (m0 + 128 <= M && n0 + $BN <= N) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float m = kiln_neg_inf(), s = 0.0f;
-        for (unsigned p = 0; p < $CLUSTER; ++p) m = kiln_maximum(m, xstat[(b * $CLUSTER + p) * 128 + rr + 8 * h].x);
-        if (m != kiln_neg_inf())
-          for (unsigned p = 0; p < $CLUSTER; ++p) {
-            const float2 e = xstat[(b * $CLUSTER + p) * 128 + rr + 8 * h];
-            s += e.y * __expf(e.x - m);
-          }
+        for (unsigned p = 0; p < $CLUSTER; ++p) m = fmaxf(m, xstat[(b * $CLUSTER + p) * 128 + rr + 8 * h].x);
+        const float r = m == kiln_neg_inf() ? 0.0f : m;
+        for (unsigned p = 0; p < $CLUSTER; ++p) {
+          const float2 e = xstat[(b * $CLUSTER + p) * 128 + rr + 8 * h];
+          s += e.y * __expf(e.x - r);
+        }
         kiln_M[h] = m;
         kiln_S[h] = s;
       }

@@ -10,7 +10,7 @@
 #  2. compute-sanitizer memcheck, racecheck and synccheck on its first cases;
 #  3. the attention block with the product stored (0) and recomputed (1),
 #     twice, then torch.compile's block in the same call.
-# Prediction (H200): block about 20-26 us against 35.3 stored (session 44);
+# Prediction (H200): block about 20-29 us against 35.3 stored (session 44);
 # the form's pass 2 is the scores kernel plus the exp (about 17-18 us), pass
 # 1 adds the product and the exp without stores.
 set -uo pipefail
