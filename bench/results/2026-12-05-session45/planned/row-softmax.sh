@@ -3,7 +3,9 @@
 # Hopper matmul (a softmax over the product's rows in the matmul's kernel,
 # CompileOptions::matmulRowSoftmax, off by default) on the GPU for the first
 # time. Copy to .device/, build the bundle (scripts/gpu-bundle.sh), run with
-# carry [".device"]. About 6-8 minutes.
+# carry [".device"], as two calls: `bash .device/row-softmax.sh tests`
+# (about 8 minutes: each config of the space compiles once) and
+# `bash .device/row-softmax.sh bench` (about 4).
 #  1. its [gpu] test (ragged shapes, batches, log_softmax, masked rows,
 #     every cluster size and every config of its tuning space) and the
 #     graphs with matmuls (both plans);
@@ -20,13 +22,15 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 W=/tmp/kiln-bundle; rm -rf $W && mkdir -p $W && xz -dc .device/kiln-bundle.tar.xz | tar -C $W -xf -
 K=$W/kiln; echo "bundle $(cat $K/COMMIT)"
 export LD_LIBRARY_PATH=$K/lib:${LD_LIBRARY_PATH:-}
-KILN_CACHE_DIR=$(mktemp -d) timeout 240 $K/bin/kiln_tests "matmul: a softmax over the product's rows in the Hopper kernel matches the reference" --durations yes > $R/rows.log 2>&1; echo "rows rc=$?"; grep -v "^  %" $R/rows.log | tail -25
-KILN_CACHE_DIR=$(mktemp -d) timeout 150 $K/bin/kiln_tests "graphs with matmuls among other ops match the reference" > $R/graphs.log 2>&1; echo "graphs rc=$?"; tail -3 $R/graphs.log
+if [ "${1:-tests}" = tests ]; then
+KILN_CACHE_DIR=$(mktemp -d) timeout 330 $K/bin/kiln_tests "matmul: a softmax over the product's rows in the Hopper kernel matches the reference" --durations yes > $R/rows.log 2>&1; echo "rows rc=$?"; grep -v "^  %" $R/rows.log | tail -25
+KILN_CACHE_DIR=$(mktemp -d) timeout 100 $K/bin/kiln_tests "graphs with matmuls among other ops match the reference" > $R/graphs.log 2>&1; echo "graphs rc=$?"; tail -3 $R/graphs.log
 for tool in memcheck racecheck synccheck; do
-  KILN_ROW_SOFTMAX_CASES=5 KILN_CACHE_DIR=$(mktemp -d) timeout 150 compute-sanitizer --tool $tool $K/bin/kiln_tests "matmul: a softmax over the product's rows in the Hopper kernel matches the reference" > $R/san-$tool.log 2>&1
+  KILN_ROW_SOFTMAX_CASES=5 KILN_CACHE_DIR=$(mktemp -d) timeout 50 compute-sanitizer --tool $tool $K/bin/kiln_tests "matmul: a softmax over the product's rows in the Hopper kernel matches the reference" > $R/san-$tool.log 2>&1
   echo "$tool rc=$?"; grep -E "ERROR SUMMARY|passed|failed" $R/san-$tool.log | tail -3
 done
 echo "== tests done $SECONDS s"
+else
 for r in 0 1 0 1; do
   F=$R/bench-rows$r-$SECONDS.log
   KILN_BLOCK_ROW_SOFTMAX=$r KILN_BLOCK_PARTS=1 KILN_CACHE_DIR=$(mktemp -d) timeout 80 $K/bin/bench_matmul block > $F 2>&1; echo "bench rows=$r rc=$?"; grep -v '^{' $F | grep -v mlp
@@ -45,5 +49,6 @@ c = torch.compile(attention_scores); c(q, k)
 print(f"block attention_scores T4096 d128  torch.compile {b(lambda: c(q, k)):9.1f} us")
 PY
 echo "anchors rc=$?"; grep " us" $R/anchors.log
+fi
 echo "== done $SECONDS s"
 cd "$OUT" && tar czf r.tgz r && rm -rf r
