@@ -39,6 +39,12 @@ std::string productExpr(const Shape& s, size_t from) {
   return e.empty() ? "1LL" : "(" + e + ")";
 }
 
+Dim matmulK(const Graph& g, const Node& mm) {
+  const Node& an = g.node(mm.inputs[0]);
+  const size_t ra = an.shape.size();
+  return mm.transA ? an.shape[ra - 2] : an.shape[ra - 1];
+}
+
 MatmulShape matmulShape(const Graph& g) {
   MatmulShape s;
   for (int id = 0; id < g.numNodes(); ++id)
@@ -46,11 +52,10 @@ MatmulShape matmulShape(const Graph& g) {
   if (s.id < 0) throw Error("kiln: internal: a matmul kernel's graph has no matmul");
   const Node& mm = g.node(s.id);
   s.mm = &mm;
-  const Node& an = g.node(mm.inputs[0]);
-  const size_t ra = an.shape.size(), rc = mm.shape.size();
+  const size_t rc = mm.shape.size();
   s.M = mm.shape[rc - 2];
   s.N = mm.shape[rc - 1];
-  s.K = mm.transA ? an.shape[ra - 2] : an.shape[ra - 1];
+  s.K = matmulK(g, mm);
   s.batch.assign(mm.shape.begin(), mm.shape.end() - 2);
   return s;
 }

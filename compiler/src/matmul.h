@@ -62,6 +62,8 @@ struct MatmulShape {
   Shape batch;                // the output's batch dims
 };
 MatmulShape matmulShape(const Graph& g);
+// The contraction dim K of matmul node `mm` of `g`.
+Dim matmulK(const Graph& g, const Node& mm);
 
 // A matmul kernel whose graph also takes a softmax over the product's rows
 // (the planner's recomputed form, matmul_sm90.h): a value v computed per

@@ -233,8 +233,9 @@ int sm90StagingBytes(const Graph& g) {
   return bytes;
 }
 
-bool sm90MatmulApplies(const Graph& g) {
-  const Node& mm = *matmulShape(g).mm;
+bool sm90MatmulApplies(const Graph& g) { return sm90MatmulOperandsApply(g, *matmulShape(g).mm); }
+
+bool sm90MatmulOperandsApply(const Graph& g, const Node& mm) {
   if (mm.dtype != DType::BF16 && mm.dtype != DType::F16) return false;
   // The contiguous dim of each operand sets its row stride.
   const Node& a = g.node(mm.inputs[0]);
@@ -398,7 +399,22 @@ $EPILOGUE
     if (tile >= numTiles) break;
     KILN_TILE(tile)
 $HANDOFF_BEFORE    long long it = j * kBlocks;  // the ring position of the tile's first k-block
-    for (int kb = 0; kb < kBlocks; ++kb, ++it) {
+$MMA_TILE    // Accumulator i of an m64 block, thread (warp w, lane l): row 16w + l/4 +
+    // 8 [i%4 >= 2], column 8 (i/4) + 2 (l%4) + i%2.
+$STORE_CALLS  }
+$STORE_TAIL#undef KILN_TILE
+}
+)";
+
+// The row-softmax form (matmul_sm90.h): per work unit (a 128-row block of a
+// batch) two passes over the unit's column tiles, the CTA of cluster rank r
+// taking tiles r, r + $CLUSTER, ...: the first keeps each row's running
+// (max, sum of exp(v - max)), the cluster's CTAs exchange them through
+// each other's shared memory, and the second recomputes the product and
+// stores the outputs from v and the row's (max, sum).
+// Both kernels' tile at (m0, n0) into d: the wgmmas of its k-blocks from
+// ring position `it` on (which counts on), each stage released once read.
+const char* kMmaTile = R"(    for (int kb = 0; kb < kBlocks; ++kb, ++it) {
       const int s = (int)(it % $STAGES);
       kiln_mbar_wait(kiln_smem(&full[s]), (unsigned)((it / $STAGES) & 1));
       const unsigned stage = kiln_smem(smem + s * $STAGE_BYTES);
@@ -419,41 +435,6 @@ $HANDOFF_AFTER    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
       for (int i = 0; i < $ACC; ++i) d[i] = 0.0f;
     }
-    // Accumulator i of an m64 block, thread (warp w, lane l): row 16w + l/4 +
-    // 8 [i%4 >= 2], column 8 (i/4) + 2 (l%4) + i%2.
-$STORE_CALLS  }
-$STORE_TAIL#undef KILN_TILE
-}
-)";
-
-// The row-softmax form (matmul_sm90.h): per work unit (a 128-row block of a
-// batch) two passes over the unit's column tiles, the CTA of cluster rank r
-// taking tiles r, r + $CLUSTER, ...: the first keeps each row's running
-// (max, sum of exp(v - max)), the cluster's CTAs exchange them through
-// each other's shared memory, and the second recomputes the product and
-// stores the outputs from v and the row's (max, sum).
-// The row form's tile at (m0, n0) into d: the wgmmas of its k-blocks
-// (the ring position `it` counts on).
-const char* kRowMmaTile = R"(      for (int kb = 0; kb < kBlocks; ++kb, ++it) {
-        const int s = (int)(it % $STAGES);
-        kiln_mbar_wait(kiln_smem(&full[s]), (unsigned)((it / $STAGES) & 1));
-        const unsigned stage = kiln_smem(smem + s * $STAGE_BYTES);
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          const unsigned long long db = $DESC_B;
-$WGMMAS        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        if (kb > 0 && tid == 0) kiln_mbar_arrive(kiln_smem(&empty[(it - 1) % $STAGES]));
-      }
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-      if (kBlocks > 0) {
-        if (tid == 0) kiln_mbar_arrive(kiln_smem(&empty[(it - 1) % $STAGES]));
-      } else {
-#pragma unroll
-        for (int i = 0; i < $ACC; ++i) d[i] = 0.0f;
-      }
 )";
 
 const char* kRowKernel = R"(
@@ -541,6 +522,7 @@ $LOADS
 $EPILOGUE
   float d[$ACC];
   long long it = 0;  // the ring position of the next k-block
+  auto kiln_release = [&](unsigned bar) { kiln_mbar_arrive(bar); };  // (no multicast: this CTA's ring only)
   // This thread's rows of the tile: rr (accumulators i with i % 4 < 2) and rr + 8.
   const int rr = c * 64 + 16 * w + l / 4;
   unsigned ui = 0;  // units done: the exchange's buffer (ui & 1) and phase
@@ -853,7 +835,7 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                              "then the outputs), clusters of " + std::to_string(clusterN) + " CTAs along N"
                            : "");
   std::string src = std::string(kHelpers) + (rows ? kRowKernel : kKernel);
-  replaceAll(src, "$MMA_TILE", kRowMmaTile);
+  replaceAll(src, "$MMA_TILE", kMmaTile);
   // CTAs per cluster: along M (B multicast), or the row form's along N.
   const int ctas = rows ? clusterN : cl;
   replaceAll(src, "$NAME", name + "_v");

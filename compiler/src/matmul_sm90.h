@@ -92,6 +92,9 @@ KILN_COMPILER_API std::vector<Sm90MatmulConfig> sm90RowMatmulSpace();
 // row stride of each operand (its contiguous dim) a static multiple of 8
 // elements (TMA needs 16-byte strides). Otherwise the portable kernel runs.
 KILN_COMPILER_API bool sm90MatmulApplies(const Graph& g);
+// The same for matmul node `mm` of any graph (the planner asks it of the
+// whole graph's matmuls).
+bool sm90MatmulOperandsApply(const Graph& g, const Node& mm);
 
 // The row-softmax form: where the kernel's graph also takes a softmax over
 // the product's rows (MatmulRowStats: the planner puts it there for a short

@@ -11,6 +11,7 @@
 
 #include "cuda_element.h"
 #include "frames.h"
+#include "matmul_sm90.h"
 #include "kiln/dsl/ops.h"
 #include "kiln/dsl/text.h"
 
@@ -1574,13 +1575,8 @@ Plan planAroundMatmuls(const Graph& g0, const PlanOptions& options) {
     for (int mi = 0; mi < static_cast<int>(mms.size()); ++mi) {
       const int mmId = mms[mi].node;
       const Node& mn = g.node(mmId);
-      const Node& an = g.node(mn.inputs[0]);
-      const Node& bn = g.node(mn.inputs[1]);
-      const Dim& K = mn.transA ? an.shape[an.shape.size() - 2] : an.shape.back();
-      bool hopper = (mn.dtype == DType::BF16 || mn.dtype == DType::F16) && K.isStatic() && K.size <= kRowSoftmaxMaxK;
-      for (const Node* x : {&an, &bn})
-        hopper = hopper && x->dtype == mn.dtype && x->shape.back().isStatic() && x->shape.back().size % 8 == 0;
-      if (!hopper || outputs.count(mmId)) continue;
+      const Dim K = matmulK(g, mn);
+      if (!sm90MatmulOperandsApply(g, mn) || !K.isStatic() || K.size > kRowSoftmaxMaxK || outputs.count(mmId)) continue;
       const int r = static_cast<int>(mn.shape.size());
       auto lastKeep = [&](const Node& x, Op op) {
         return x.op == op && x.keepdim && x.axes == std::vector<int64_t>{r - 1} && x.dtype == DType::F32;
@@ -1804,8 +1800,7 @@ Plan planAroundMatmuls(const Graph& g0, const PlanOptions& options) {
                (rowSoftmax.count(stages[s].mm)
                     ? ", with the softmax over its rows (the product computed twice, for the rows' max and sum and "
                       "then for the outputs, instead of stored and read back: K is " +
-                          dimToString(mn.transA ? g.node(mn.inputs[0]).shape[g.node(mn.inputs[0]).shape.size() - 2]
-                                                   : g.node(mn.inputs[0]).shape.back()) + ")"
+                          dimToString(matmulK(g, mn)) + ")"
                     : "") +
                (numEpi ? ", epilogue of " + std::to_string(numEpi) + " fused elementwise op(s) (" + epi + ")" : "") +
                ", writes " + outs;
