@@ -12,7 +12,9 @@
 // [0.5, 2.5]), comparisons and where, reductions over random axes (sum,
 // mean, max, min, var, argmax, argmin; keepdim or not), softmax and
 // log_softmax along a random axis, rmsnorm and layernorm of an input over
-// its last axis, matmuls (by new weight inputs, or a Gram matrix), and views (permute, transpose, reshape, slice, expand). One to three of the
+// its last axis, matmuls (by new weight inputs, f32 or 16-bit, or a Gram
+// matrix; a 16-bit matmul's product at times followed by a softmax over
+// its rows), and views (permute, transpose, reshape, slice, expand). One to three of the
 // values become outputs, the newest always (cast back to a 16-bit input's
 // dtype at times).
 //
@@ -23,6 +25,13 @@
 // Comparisons, argmax and argmin read only values computed without
 // rounding (inputs, their casts to f32, negations, absolute values, views,
 // max and min), whose order the GPU's f32 arithmetic cannot change.
+//
+// A value computed in f32 and rounded to 16 bits inside the graph (a
+// 16-bit matmul's operand and product) can round to a neighbour of the
+// reference's value, one 16-bit ulp away, where the two straddle a
+// rounding boundary. Each value carries a bound on that difference (err),
+// carried through every later op by its Lipschitz constant; an output's
+// relFloor grows so that its absolute tolerance covers twice its err.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +44,7 @@
 #include "kiln/dsl/oplib.h"
 #include "kiln/dsl/ops.h"
 #include "kiln/dsl/reference.h"
+#include "gpu_basics.h"
 
 namespace kiln::test {
 
@@ -51,6 +61,7 @@ struct RandomValue {
   Tensor t;
   double bound = 1;    // |value| <= bound (NaN aside)
   bool exact = false;  // computed without rounding from the inputs
+  double err = 0;      // |GPU - reference| from 16-bit roundings that can differ
 };
 
 class RandomGraphBuilder {
@@ -129,7 +140,7 @@ class RandomGraphBuilder {
       x = cast(x, DType::F32);
     }
     // (integers are drawn in [0, 8))
-    values_.push_back({x, t == DType::I32 ? 8.0 : 1.0, true});
+    values_.push_back({x, t == DType::I32 ? 8.0 : 1.0, true, 0});
     if (s == base_ && sizeOf(s.back()) > 1 && isFloat(t)) normable_.push_back(values_.size() - 1);
   }
 
@@ -145,7 +156,7 @@ class RandomGraphBuilder {
     return true;
   }
 
-  void add(Tensor t, double bound, bool exact, const std::string& what) {
+  void add(Tensor t, double bound, bool exact, double err, const std::string& what) {
     // Values of at most 2^18 elements (the reference evaluates them in fp64;
     // broadcasting two long vectors against each other could make billions).
     int64_t numel = 1;
@@ -154,11 +165,12 @@ class RandomGraphBuilder {
     say("v" + std::to_string(values_.size()) + " = " + what + " -> " + shapeText(t.shape()));
     if (!(bound <= 100)) {  // (NaN-safe)
       t = t * (1.0 / bound);
+      err /= bound;
       bound = 1;
       exact = false;
       say("  scaled by 1/bound");
     }
-    values_.push_back({t, bound, exact});
+    values_.push_back({t, bound, exact, err});
   }
   std::string ref(const RandomValue& v) const {
     for (size_t i = 0; i < values_.size(); ++i)
@@ -230,11 +242,12 @@ class RandomGraphBuilder {
     const double k = static_cast<double>(sizeOf(K));
     if (s.size() == 2 && chance(0.3)) {
       if (static_cast<double>(sizeOf(M)) * static_cast<double>(sizeOf(M)) * k > double(1 << 24)) return unaryOp();
-      add(matmul(a.t, permute(a.t, {1, 0})), k * a.bound * a.bound, false, "matmul(" + ref(a) + ", " + ref(a) + ".T)");
+      add(matmul(a.t, permute(a.t, {1, 0})), k * a.bound * a.bound, false, 2 * k * a.bound * a.err, "matmul(" + ref(a) + ", " + ref(a) + ".T)");
       return;
     }
     const int64_t n = oneOf(std::vector<int64_t>{1, 8, 16, 40, 64, 136});
     if (static_cast<double>(rows) * static_cast<double>(n) * k > double(1 << 24)) return unaryOp();
+    if (chance(0.4)) return lowMatmul(a, n, k);
     const std::string w = "w" + std::to_string(weights_++);
     const DType t = chance(0.5) ? DType::F32 : DType::BF16;
     const bool stored = chance(0.4);  // [N, K], read transposed
@@ -242,23 +255,53 @@ class RandomGraphBuilder {
     say(w + " = input " + std::string(dtypeName(t)) + (stored ? " [N, K]" : " [K, N]"));
     if (t != DType::F32) wt = cast(wt, DType::F32);
     if (stored) wt = permute(wt, {1, 0});
-    add(matmul(a.t, wt), k * a.bound, false, "matmul(" + ref(a) + ", " + w + (stored ? ".T)" : ")"));
+    add(matmul(a.t, wt), k * a.bound, false, k * a.err, "matmul(" + ref(a) + ", " + w + (stored ? ".T)" : ")"));
+  }
+
+  // A matmul in 16 bits, as a user writes one for tensor cores: a rounded
+  // to bf16 (or f16, where the product cannot overflow it) by a new weight
+  // input of that dtype ([K, N], or [N, K] transposed), the product stored
+  // in it and widened to f32; half the time a softmax or log_softmax over
+  // the product's rows follows (what an sm_90 compile can fuse into the
+  // matmul's kernel, its row-softmax form).
+  void lowMatmul(const RandomValue& a, int64_t n, double k) {
+    const Dim K = a.t.shape().back();
+    const double pb = k * a.bound;  // the product's bound (weights in [-1, 1))
+    const DType t = pb < 30000 && chance(0.3) ? DType::F16 : DType::BF16;
+    // A 16-bit ulp relative to the value, at most.
+    const double ulp = std::ldexp(1.0, t == DType::BF16 ? -7 : -10);
+    const std::string w = "w" + std::to_string(weights_++);
+    const bool stored = chance(0.4);
+    Tensor wt = g().input(w, t, stored ? Shape{Dim(n), K} : Shape{K, Dim(n)});
+    say(w + " = input " + std::string(dtypeName(t)) + (stored ? " [N, K]" : " [K, N]"));
+    if (stored) wt = permute(wt, {1, 0});
+    // The operand's rounding differs only where a was computed with rounding.
+    const double aErr = a.err + (a.exact ? 0 : ulp * a.bound);
+    add(cast(matmul(cast(a.t, t), wt), DType::F32), pb, false, k * aErr + ulp * pb,
+        "f32(matmul(" + std::string(dtypeName(t)) + "(" + ref(a) + "), " + w + (stored ? ".T))" : "))"));
+    if (!chance(0.5)) return;
+    const RandomValue p = values_.back();
+    const int64_t last = static_cast<int64_t>(p.t.shape().size()) - 1;
+    if (chance(0.7)) add(softmax(p.t, last), 1, false, 2 * p.err, "softmax(" + ref(p) + ", last)");
+    else
+      add(log_softmax(p.t, last), 2 * p.bound + std::log(static_cast<double>(n)) + 1, false, 2 * p.err,
+          "log_softmax(" + ref(p) + ", last)");
   }
 
   void unaryOp() {
     const RandomValue a = anyValue();
     switch (pick(0, 7)) {
-      case 0: add(neg(a.t), a.bound, a.exact, "neg(" + ref(a) + ")"); break;
-      case 1: add(abs(a.t), a.bound, a.exact, "abs(" + ref(a) + ")"); break;
-      case 2: add(tanh(a.t), std::min(1.0, a.bound), false, "tanh(" + ref(a) + ")"); break;
-      case 3: add(sigmoid(a.t), 1, false, "sigmoid(" + ref(a) + ")"); break;
-      case 4: add(relu(a.t), a.bound, a.exact, "relu(" + ref(a) + ")"); break;
-      case 5: add(sin(a.t), 1, false, "sin(" + ref(a) + ")"); break;
+      case 0: add(neg(a.t), a.bound, a.exact, a.err, "neg(" + ref(a) + ")"); break;
+      case 1: add(abs(a.t), a.bound, a.exact, a.err, "abs(" + ref(a) + ")"); break;
+      case 2: add(tanh(a.t), std::min(1.0, a.bound), false, a.err, "tanh(" + ref(a) + ")"); break;
+      case 3: add(sigmoid(a.t), 1, false, a.err / 4, "sigmoid(" + ref(a) + ")"); break;
+      case 4: add(relu(a.t), a.bound, a.exact, a.err, "relu(" + ref(a) + ")"); break;
+      case 5: add(sin(a.t), 1, false, a.err, "sin(" + ref(a) + ")"); break;
       case 6:
-        if (a.bound <= 4) add(exp(a.t), std::exp(a.bound), false, "exp(" + ref(a) + ")");
-        else add(cos(a.t), 1, false, "cos(" + ref(a) + ")");
+        if (a.bound <= 4) add(exp(a.t), std::exp(a.bound), false, std::exp(a.bound) * a.err, "exp(" + ref(a) + ")");
+        else add(cos(a.t), 1, false, a.err, "cos(" + ref(a) + ")");
         break;
-      default: add(gelu_tanh(a.t), a.bound, false, "gelu_tanh(" + ref(a) + ")"); break;
+      default: add(gelu_tanh(a.t), a.bound, false, 1.2 * a.err, "gelu_tanh(" + ref(a) + ")"); break;
     }
   }
 
@@ -267,18 +310,18 @@ class RandomGraphBuilder {
     const int form = pick(0, 9);
     if (form == 0) {  // a literal
       const double c = oneOf(std::vector<double>{0.5, -2.0, 3.0, 0.125});
-      if (chance(0.5)) add(a.t * c, a.bound * std::abs(c), false, ref(a) + " * " + std::to_string(c));
-      else add(a.t + c, a.bound + std::abs(c), false, ref(a) + " + " + std::to_string(c));
+      if (chance(0.5)) add(a.t * c, a.bound * std::abs(c), false, a.err * std::abs(c), ref(a) + " * " + std::to_string(c));
+      else add(a.t + c, a.bound + std::abs(c), false, a.err, ref(a) + " + " + std::to_string(c));
       return;
     }
     if (form == 1) {  // a runtime scalar in [0.5, 1)
       Tensor s = g().scalar("s" + std::to_string(scalars_++));
-      add(a.t * s, a.bound, false, ref(a) + " * scalar");
+      add(a.t * s, a.bound, false, a.err, ref(a) + " * scalar");
       return;
     }
     if (form == 2) {  // a division by a value in [0.5, 2.5]
       const RandomValue b = partnerOf(a.t.shape(), a);
-      add(a.t / (1.5 + tanh(b.t)), 2 * a.bound, false, "div(" + ref(a) + ", 1.5 + tanh(" + ref(b) + "))");
+      add(a.t / (1.5 + tanh(b.t)), 2 * a.bound, false, 2 * a.err + 4 * a.bound * b.err, "div(" + ref(a) + ", 1.5 + tanh(" + ref(b) + "))");
       return;
     }
     if (form == 3 && chance(0.5)) {  // iota along an axis of a's shape, scaled to [0, 1)
@@ -287,18 +330,18 @@ class RandomGraphBuilder {
         const int64_t axis = pick(0, static_cast<int>(s.size()) - 1);
         const double len = static_cast<double>(sizeOf(s[static_cast<size_t>(axis)]));
         Tensor i = iota(g(), s, axis, DType::F32) * (1.0 / len);
-        add(a.t + i, a.bound + 1, false, ref(a) + " + iota(" + std::to_string(axis) + ") / len");
+        add(a.t + i, a.bound + 1, false, a.err, ref(a) + " + iota(" + std::to_string(axis) + ") / len");
         return;
       }
     }
     const RandomValue b = partnerOf(a.t.shape(), a);
     const std::string args = "(" + ref(a) + ", " + ref(b) + ")";
     switch (pick(0, 4)) {
-      case 0: add(a.t + b.t, a.bound + b.bound, false, "add" + args); break;
-      case 1: add(a.t - b.t, a.bound + b.bound, false, "sub" + args); break;
-      case 2: add(a.t * b.t, a.bound * b.bound, false, "mul" + args); break;
-      case 3: add(maximum(a.t, b.t), std::max(a.bound, b.bound), a.exact && b.exact, "maximum" + args); break;
-      default: add(minimum(a.t, b.t), std::max(a.bound, b.bound), a.exact && b.exact, "minimum" + args); break;
+      case 0: add(a.t + b.t, a.bound + b.bound, false, a.err + b.err, "add" + args); break;
+      case 1: add(a.t - b.t, a.bound + b.bound, false, a.err + b.err, "sub" + args); break;
+      case 2: add(a.t * b.t, a.bound * b.bound, false, a.err * b.bound + b.err * a.bound, "mul" + args); break;
+      case 3: add(maximum(a.t, b.t), std::max(a.bound, b.bound), a.exact && b.exact, std::max(a.err, b.err), "maximum" + args); break;
+      default: add(minimum(a.t, b.t), std::max(a.bound, b.bound), a.exact && b.exact, std::max(a.err, b.err), "minimum" + args); break;
     }
   }
 
@@ -310,11 +353,11 @@ class RandomGraphBuilder {
     Tensor cond = chance(0.5) ? a.t > b.t : a.t <= b.t;
     const RandomValue c = partnerOf(cond.shape(), a);
     if (chance(0.3)) {
-      add(where(cond, c.t, 0.0), c.bound, false, "where(" + ref(a) + " cmp " + ref(b) + ", " + ref(c) + ", 0)");
+      add(where(cond, c.t, 0.0), c.bound, false, c.err, "where(" + ref(a) + " cmp " + ref(b) + ", " + ref(c) + ", 0)");
       return;
     }
     const RandomValue d = partnerOf(broadcastShape(cond.shape(), c.t.shape()), c);
-    add(where(cond, c.t, d.t), std::max(c.bound, d.bound), false,
+    add(where(cond, c.t, d.t), std::max(c.bound, d.bound), false, std::max(c.err, d.err),
         "where(" + ref(a) + " cmp " + ref(b) + ", " + ref(c) + ", " + ref(d) + ")");
   }
 
@@ -347,23 +390,23 @@ class RandomGraphBuilder {
       const int64_t axis = pick(0, static_cast<int>(e.t.shape().size()) - 1);
       const double len = static_cast<double>(sizeOf(e.t.shape()[static_cast<size_t>(axis)]));
       Tensor r = op == 6 ? argmax(e.t, axis, keep) : argmin(e.t, axis, keep);
-      add(r, len, true, std::string(op == 6 ? "argmax(" : "argmin(") + ref(e) + ", " + std::to_string(axis) + ")" +
+      add(r, len, true, 0, std::string(op == 6 ? "argmax(" : "argmin(") + ref(e) + ", " + std::to_string(axis) + ")" +
                             (keep ? " keepdim" : ""));
       return;
     }
     const Axes ax{axes};
     switch (op) {
-      case 0: add(sum(a.t, ax, keep), a.bound * n, false, "sum(" + ref(a) + ")" + what); break;
-      case 1: add(mean(a.t, ax, keep), a.bound, false, "mean(" + ref(a) + ")" + what); break;
-      case 2: add(max(a.t, ax, keep), a.bound, a.exact, "max(" + ref(a) + ")" + what); break;
-      case 3: add(min(a.t, ax, keep), a.bound, a.exact, "min(" + ref(a) + ")" + what); break;
+      case 0: add(sum(a.t, ax, keep), a.bound * n, false, a.err * n, "sum(" + ref(a) + ")" + what); break;
+      case 1: add(mean(a.t, ax, keep), a.bound, false, a.err, "mean(" + ref(a) + ")" + what); break;
+      case 2: add(max(a.t, ax, keep), a.bound, a.exact, a.err, "max(" + ref(a) + ")" + what); break;
+      case 3: add(min(a.t, ax, keep), a.bound, a.exact, a.err, "min(" + ref(a) + ")" + what); break;
       case 4: {
         const int64_t correction = pick(0, 1);
-        add(var(a.t, ax, correction, keep), 2 * a.bound * a.bound, false,
+        add(var(a.t, ax, correction, keep), 2 * a.bound * a.bound, false, 8 * a.bound * a.err,
             "var(" + ref(a) + ", correction " + std::to_string(correction) + ")" + what);
         break;
       }
-      default: add(sum(a.t * a.t, ax, keep), a.bound * a.bound * n, false, "sum(" + ref(a) + "^2)" + what); break;
+      default: add(sum(a.t * a.t, ax, keep), a.bound * a.bound * n, false, 2 * a.bound * a.err * n, "sum(" + ref(a) + "^2)" + what); break;
     }
   }
 
@@ -373,9 +416,9 @@ class RandomGraphBuilder {
     if (s.empty()) return unaryOp();
     const int64_t axis = pick(0, static_cast<int>(s.size()) - 1);
     const double n = static_cast<double>(sizeOf(s[static_cast<size_t>(axis)]));
-    if (chance(0.5)) add(softmax(a.t, axis), 1, false, "softmax(" + ref(a) + ", " + std::to_string(axis) + ")");
+    if (chance(0.5)) add(softmax(a.t, axis), 1, false, 2 * a.err, "softmax(" + ref(a) + ", " + std::to_string(axis) + ")");
     else
-      add(log_softmax(a.t, axis), 2 * a.bound + std::log(n) + 1, false,
+      add(log_softmax(a.t, axis), 2 * a.bound + std::log(n) + 1, false, 2 * a.err,
           "log_softmax(" + ref(a) + ", " + std::to_string(axis) + ")");
   }
 
@@ -390,10 +433,10 @@ class RandomGraphBuilder {
     const std::string w = "w" + std::to_string(weights_++);
     Tensor weight = g().input(w, DType::F32, {last});
     if (chance(0.5)) {
-      add(rmsnorm(a.t, weight), std::sqrt(n), false, "rmsnorm(" + ref(a) + ", " + w + ")");
+      add(rmsnorm(a.t, weight), std::sqrt(n), false, 0, "rmsnorm(" + ref(a) + ", " + w + ")");
     } else {
       Tensor bias = g().input("b" + std::to_string(weights_++), DType::F32, {last});
-      add(layernorm(a.t, weight, bias), std::sqrt(n) + 1, false, "layernorm(" + ref(a) + ", " + w + ")");
+      add(layernorm(a.t, weight, bias), std::sqrt(n) + 1, false, 0, "layernorm(" + ref(a) + ", " + w + ")");
     }
   }
 
@@ -410,7 +453,7 @@ class RandomGraphBuilder {
         std::shuffle(perm.begin(), perm.end(), rng_);
         std::string p;
         for (int64_t i : perm) p += std::to_string(i);
-        add(permute(a.t, perm), a.bound, a.exact, "permute(" + ref(a) + ", " + p + ")");
+        add(permute(a.t, perm), a.bound, a.exact, a.err, "permute(" + ref(a) + ", " + p + ")");
         return;
       }
       case 1: {  // merge two adjacent static dims
@@ -422,7 +465,7 @@ class RandomGraphBuilder {
             r.push_back(j == i ? Dim(s[static_cast<size_t>(i)].size * s[static_cast<size_t>(i) + 1].size)
                                : s[static_cast<size_t>(j)]);
           }
-          add(reshape(a.t, r), a.bound, a.exact, "reshape(" + ref(a) + ", " + shapeText(r) + ")");
+          add(reshape(a.t, r), a.bound, a.exact, a.err, "reshape(" + ref(a) + ", " + shapeText(r) + ")");
           return;
         }
         return unaryOp();
@@ -436,7 +479,7 @@ class RandomGraphBuilder {
           r.push_back(Dim(f));
           r.push_back(Dim(d.size / f));
           r.insert(r.end(), s.begin() + i + 1, s.end());
-          add(reshape(a.t, r), a.bound, a.exact, "reshape(" + ref(a) + ", " + shapeText(r) + ")");
+          add(reshape(a.t, r), a.bound, a.exact, a.err, "reshape(" + ref(a) + ", " + shapeText(r) + ")");
           return;
         }
         return unaryOp();
@@ -448,7 +491,7 @@ class RandomGraphBuilder {
           const int64_t start = pick(0, static_cast<int>(d.size / 3));
           const int64_t end = pick(static_cast<int>(start) + 1, static_cast<int>(d.size));
           const int64_t stride = chance(0.3) ? 2 : 1;
-          add(slice(a.t, i, start, end, stride), a.bound, a.exact,
+          add(slice(a.t, i, start, end, stride), a.bound, a.exact, a.err,
               "slice(" + ref(a) + ", " + std::to_string(i) + ", " + std::to_string(start) + ", " + std::to_string(end) +
                   ", " + std::to_string(stride) + ")");
           return;
@@ -468,7 +511,7 @@ class RandomGraphBuilder {
           }
         }
         if (!any) return unaryOp();
-        add(expand(a.t, r), a.bound, a.exact, "expand(" + ref(a) + ", " + shapeText(r) + ")");
+        add(expand(a.t, r), a.bound, a.exact, a.err, "expand(" + ref(a) + ", " + shapeText(r) + ")");
         return;
       }
     }
@@ -490,7 +533,8 @@ class RandomGraphBuilder {
       Tensor t = v.t;
       if (lowDType_ != DType::F32 && isFloat(t.dtype()) && chance(0.5)) t = cast(t, lowDType_);
       g().output(name, t);
-      out_.relFloor[name] = std::max(1.0, v.bound);
+      // (absolute below it: tolerance x relFloor covers twice err)
+      out_.relFloor[name] = std::max({1.0, v.bound, 2 * v.err / tolerance(t.dtype())});
       say(name + " = output " + ref(v) + " as " + std::string(dtypeName(t.dtype())));
     }
   }

@@ -466,7 +466,8 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random g
   const int count = countEnv ? std::atoi(countEnv) : 150;
   const char* compiledEnv = std::getenv("KILN_RANDOM_COMPILED");
   const int compiled = compiledEnv ? std::atoi(compiledEnv) : 40;
-  int withMatmul = 0;
+  int withMatmul = 0, withRowSoftmax = 0;
+  std::string rowSeeds;  // (the first ten, for the GPU's random test)
   for (int i = 0; i < count; ++i) {
     const uint64_t seed = first + static_cast<uint64_t>(i);
     test::RandomGraph r = test::randomGraph(seed);
@@ -487,10 +488,11 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random g
           ++withMatmul;
           break;
         }
-      if (i >= compiled) continue;
       const bool rowSoftmax =
           compiler::planGraph(r.graph, {.matmulRowSoftmax = true}).explain.find("softmax over its rows") !=
           std::string::npos;
+      if (rowSoftmax && ++withRowSoftmax <= 10) rowSeeds += " " + std::to_string(seed);
+      if (i >= compiled) continue;
       const compiler::CompiledGraph cg = compiler::compileGraph(r.graph, {.matmulRowSoftmax = rowSoftmax});
       for (const compiler::CompiledKernel& k : cg.kernels) {
         INFO("kernel " << k.name << " (schedule " << k.schedule << ", config " << k.config << ")");
@@ -505,6 +507,7 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: random g
       FAIL_CHECK("kiln::Error: " << e.what());
     }
   }
-  std::printf("  %d random graphs from seed %llu, %d with a matmul\n", count, static_cast<unsigned long long>(first),
-              withMatmul);
+  std::printf("  %d random graphs from seed %llu, %d with a matmul, %d with a softmax in a matmul's kernel%s%s\n",
+              count, static_cast<unsigned long long>(first), withMatmul, withRowSoftmax,
+              rowSeeds.empty() ? "" : " (seeds", rowSeeds.empty() ? "" : (rowSeeds + ")").c_str());
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "gpu_support.h"
+#include "../compiler/src/planner.h"
 #include "random_graphs.h"
 
 using namespace kiln;
@@ -26,6 +27,13 @@ TEST_CASE("random graphs match the reference on the GPU", "[gpu][random]") {
                                << r.description << r.graph.toText());
     try {
       test::runAndCheck(r.graph, {.dims = r.dims, .relFloor = r.relFloor});
+      // A softmax over a 16-bit matmul's rows: again with it computed in
+      // the matmul's kernel (where the device is sm_90).
+      if (compiler::planGraph(r.graph, {.matmulRowSoftmax = true}).explain.find("softmax over its rows") !=
+          std::string::npos) {
+        INFO("compiled with matmulRowSoftmax");
+        test::runAndCheck(r.graph, {.dims = r.dims, .relFloor = r.relFloor, .compile = {.matmulRowSoftmax = true}});
+      }
     } catch (const Error& e) {
       FAIL_CHECK("kiln::Error: " << e.what());
     }
