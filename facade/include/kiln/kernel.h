@@ -76,7 +76,8 @@ struct CompileOptions {
   // A softmax over the rows of a Hopper matmul's product with a short K is
   // computed in the matmul kernel, the product computed twice instead of
   // stored and read back (see compiler::CompileOptions::matmulRowSoftmax;
-  // off by default until checked on a GPU).
+  // off by default: correct on an H100, but slower there than the stored
+  // product for the attention block at T 4096; docs/benchmarks.md).
   bool matmulRowSoftmax = false;
   // Look up and store compiled kernels in the disk cache ($KILN_CACHE_DIR,
   // else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; KILN_CACHE=0 turns it off
