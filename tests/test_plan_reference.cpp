@@ -369,6 +369,46 @@ output "c" = %4
   }
 }
 
+// A softmax over a permute of another softmax's rows, whose max and sum
+// the first softmax's row kernel also takes (the permute of [1, 17] to
+// [17, 1] lines up with its rows), and a var of the result (random graphs,
+// seed 47409175, session 46): a pointwise kernel stored the permute for the
+// var's kernel, reading the first softmax from the row kernel, while the
+// row kernel read the permute back from it (a cycle of kernels). Now a row
+// kernel computes a value whose cone holds its own group. Also with a
+// dynamic row count.
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a softmax over a permute of a softmax's rows, "
+          "then a var",
+          "[compile][plan]") {
+  for (const char* rows : {"7", "D0"}) {
+    test::GraphCase c;
+    const std::string x = std::string("f32[") + rows + ", 17]";
+    c.graph = parseGraph(R"(kiln.graph v1
+%0 = input "x" : )" + x + R"(
+%1 = mul %0, %0 : )" + x + R"(
+%2 = sum %1 {axes = [0], keepdim = true} : f32[1, 17]
+%3 = max %2 {axes = [1], keepdim = true} : f32[1, 1]
+%4 = sub %2, %3 : f32[1, 17]
+%5 = exp %4 : f32[1, 17]
+%6 = sum %5 {axes = [1], keepdim = true} : f32[1, 1]
+%7 = div %5, %6 : f32[1, 17]
+%8 = permute %7 {perm = [1, 0]} : f32[17, 1]
+%9 = max %8 {axes = [0], keepdim = true} : f32[1, 1]
+%10 = sub %8, %9 : f32[17, 1]
+%11 = exp %10 : f32[17, 1]
+%12 = sum %11 {axes = [0], keepdim = true} : f32[1, 1]
+%13 = div %11, %12 : f32[17, 1]
+%14 = var %13 {axes = [0, 1], keepdim = false, correction = 0} : f32
+output "y" = %14
+)");
+    c.label = c.graph.toText();
+    const DimBindings dims = std::string(rows) == "D0" ? DimBindings{{"D0", 7}} : DimBindings{};
+    checkPlan(c, dims);
+    INFO(c.label);
+    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+  }
+}
+
 // var/std over several axes, one of them dynamic: no reshape merges them,
 // so the planner takes the law of total variance one axis at a time and
 // counts the values for the correction (session 23; before, "cannot be

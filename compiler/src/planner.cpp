@@ -1053,8 +1053,15 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
     return a.kind == KernelPlan::Kind::Pointwise && b.kind == KernelPlan::Kind::Pointwise && a.domain == b.domain &&
            n.shape == a.domain;
   };
-  if (auto it = owner_.find(id);
-      it != owner_.end() && it->second != kernel && !foreign.empty() && !sameSpace(it->second)) {
+  // A value whose cone holds this kernel's own row group is computed here
+  // too: whichever kernel stores it runs after this one. Reading it back was
+  // a cycle: softmax(t) over a permute of s = softmax(r) (r a reduction of
+  // another kernel, t = reshape(permute(s)), a unit reshape that lines up
+  // with s's rows): the row kernel of s also took t's max and sum, and read
+  // permute(s) from the pointwise kernel that stored it from s for another
+  // consumer; random graphs, session 46.
+  if (auto it = owner_.find(id); it != owner_.end() && it->second != kernel && !foreign.empty() &&
+                                 !sameSpace(it->second) && !coneGroups(id).count(kernel)) {
     kernels_[kernel].deps.insert(it->second);
     reads_.insert({kernel, id});
     return;
