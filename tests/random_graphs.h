@@ -247,45 +247,36 @@ class RandomGraphBuilder {
     }
     const int64_t n = oneOf(std::vector<int64_t>{1, 8, 16, 40, 64, 136});
     if (static_cast<double>(rows) * static_cast<double>(n) * k > double(1 << 24)) return unaryOp();
-    if (chance(0.4)) return lowMatmul(a, n, k);
+    // The weight: f32, bf16 widened to f32, or (a matmul in 16 bits, as a
+    // user writes one for tensor cores) of the dtype that a is rounded to:
+    // bf16, or f16 where the product cannot overflow it.
+    const bool low = chance(0.4);
+    const double pb = k * a.bound;  // the product's bound (weights in [-1, 1))
+    const DType t = low ? (pb < 30000 && chance(0.3) ? DType::F16 : DType::BF16)
+                        : (chance(0.5) ? DType::F32 : DType::BF16);
     const std::string w = "w" + std::to_string(weights_++);
-    const DType t = chance(0.5) ? DType::F32 : DType::BF16;
     const bool stored = chance(0.4);  // [N, K], read transposed
     Tensor wt = g().input(w, t, stored ? Shape{Dim(n), K} : Shape{K, Dim(n)});
     say(w + " = input " + std::string(dtypeName(t)) + (stored ? " [N, K]" : " [K, N]"));
-    if (t != DType::F32) wt = cast(wt, DType::F32);
+    if (t != DType::F32 && !low) wt = cast(wt, DType::F32);
     if (stored) wt = permute(wt, {1, 0});
-    add(matmul(a.t, wt), k * a.bound, false, k * a.err, "matmul(" + ref(a) + ", " + w + (stored ? ".T)" : ")"));
-  }
-
-  // A matmul in 16 bits, as a user writes one for tensor cores: a rounded
-  // to bf16 (or f16, where the product cannot overflow it) by a new weight
-  // input of that dtype ([K, N], or [N, K] transposed), the product stored
-  // in it and widened to f32; half the time a softmax or log_softmax over
-  // the product's rows follows (what an sm_90 compile can fuse into the
-  // matmul's kernel, its row-softmax form).
-  void lowMatmul(const RandomValue& a, int64_t n, double k) {
-    const Dim K = a.t.shape().back();
-    const double pb = k * a.bound;  // the product's bound (weights in [-1, 1))
-    const DType t = pb < 30000 && chance(0.3) ? DType::F16 : DType::BF16;
-    // A 16-bit ulp relative to the value, at most.
+    const std::string ws = w + (stored ? ".T" : "");
+    if (!low) {
+      add(matmul(a.t, wt), pb, false, k * a.err, "matmul(" + ref(a) + ", " + ws + ")");
+      return;
+    }
+    // The product stored in 16 bits and widened to f32; a 16-bit ulp
+    // relative to the value is at most `ulp`, and a's rounding differs only
+    // where a was computed with rounding. Half the time a softmax or
+    // log_softmax over the product's rows follows (what an sm_90 compile can
+    // fuse into the matmul's kernel, its row-softmax form).
     const double ulp = std::ldexp(1.0, t == DType::BF16 ? -7 : -10);
-    const std::string w = "w" + std::to_string(weights_++);
-    const bool stored = chance(0.4);
-    Tensor wt = g().input(w, t, stored ? Shape{Dim(n), K} : Shape{K, Dim(n)});
-    say(w + " = input " + std::string(dtypeName(t)) + (stored ? " [N, K]" : " [K, N]"));
-    if (stored) wt = permute(wt, {1, 0});
-    // The operand's rounding differs only where a was computed with rounding.
     const double aErr = a.err + (a.exact ? 0 : ulp * a.bound);
     add(cast(matmul(cast(a.t, t), wt), DType::F32), pb, false, k * aErr + ulp * pb,
-        "f32(matmul(" + std::string(dtypeName(t)) + "(" + ref(a) + "), " + w + (stored ? ".T))" : "))"));
+        "f32(matmul(" + std::string(dtypeName(t)) + "(" + ref(a) + "), " + ws + "))");
     if (!chance(0.5)) return;
     const RandomValue p = values_.back();
-    const int64_t last = static_cast<int64_t>(p.t.shape().size()) - 1;
-    if (chance(0.7)) add(softmax(p.t, last), 1, false, 2 * p.err, "softmax(" + ref(p) + ", last)");
-    else
-      add(log_softmax(p.t, last), 2 * p.bound + std::log(static_cast<double>(n)) + 1, false, 2 * p.err,
-          "log_softmax(" + ref(p) + ", last)");
+    softmaxOf(p, static_cast<int64_t>(p.t.shape().size()) - 1, 0.7);
   }
 
   void unaryOp() {
@@ -414,9 +405,12 @@ class RandomGraphBuilder {
     const RandomValue a = anyValue();
     const Shape& s = a.t.shape();
     if (s.empty()) return unaryOp();
-    const int64_t axis = pick(0, static_cast<int>(s.size()) - 1);
-    const double n = static_cast<double>(sizeOf(s[static_cast<size_t>(axis)]));
-    if (chance(0.5)) add(softmax(a.t, axis), 1, false, 2 * a.err, "softmax(" + ref(a) + ", " + std::to_string(axis) + ")");
+    softmaxOf(a, pick(0, static_cast<int>(s.size()) - 1), 0.5);
+  }
+  // softmax (with probability pSoftmax) or log_softmax of a along axis.
+  void softmaxOf(const RandomValue& a, int64_t axis, double pSoftmax) {
+    const double n = static_cast<double>(sizeOf(a.t.shape()[static_cast<size_t>(axis)]));
+    if (chance(pSoftmax)) add(softmax(a.t, axis), 1, false, 2 * a.err, "softmax(" + ref(a) + ", " + std::to_string(axis) + ")");
     else
       add(log_softmax(a.t, axis), 2 * a.bound + std::log(n) + 1, false, 2 * a.err,
           "log_softmax(" + ref(a) + ", " + std::to_string(axis) + ")");
@@ -533,8 +527,11 @@ class RandomGraphBuilder {
       Tensor t = v.t;
       if (lowDType_ != DType::F32 && isFloat(t.dtype()) && chance(0.5)) t = cast(t, lowDType_);
       g().output(name, t);
-      // (absolute below it: tolerance x relFloor covers twice err)
-      out_.relFloor[name] = std::max({1.0, v.bound, 2 * v.err / tolerance(t.dtype())});
+      // (absolute below it: tolerance x relFloor covers twice err; integer
+      // outputs, argmax and argmin of exact values, carry none)
+      out_.relFloor[name] = std::max(1.0, v.bound);
+      if (v.err > 0 && isFloat(t.dtype()))
+        out_.relFloor[name] = std::max(out_.relFloor[name], 2 * v.err / tolerance(t.dtype()));
       say(name + " = output " + ref(v) + " as " + std::string(dtypeName(t.dtype())));
     }
   }

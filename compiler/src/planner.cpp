@@ -1046,7 +1046,7 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   // for the min), while the output's kernel read v from it; random graphs,
   // session 45.
   std::set<int> foreign = coneGroups(id);
-  foreign.erase(kernel);
+  const bool ownGroup = foreign.erase(kernel) > 0;  // the cone holds this kernel's row group
   auto sameSpace = [&](int other) {
     const KernelInfo& a = kernels_[static_cast<size_t>(kernel)];
     const KernelInfo& b = kernels_[static_cast<size_t>(other)];
@@ -1061,7 +1061,7 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   // permute(s) from the pointwise kernel that stored it from s for another
   // consumer; random graphs, session 46.
   if (auto it = owner_.find(id); it != owner_.end() && it->second != kernel && !foreign.empty() &&
-                                 !sameSpace(it->second) && !coneGroups(id).count(kernel)) {
+                                 !sameSpace(it->second) && !ownGroup) {
     kernels_[kernel].deps.insert(it->second);
     reads_.insert({kernel, id});
     return;
@@ -1097,9 +1097,9 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
   // than the value itself would cost to write and read back: a norm's
   // weight gradient, sum over rows of dy * xhat, reads dy and x again with
   // the rows' statistics instead of a stored f32 copy of dy * xhat.
-  const bool recompute = isElementwise(n.op) && !foreign.empty() && !coneGroups(id).count(kernel) &&
+  const bool recompute = isElementwise(n.op) && !foreign.empty() && !ownGroup &&
                          (!fits(id, *coneGroups(id).rbegin()) || cheaperToRecompute(id));
-  if (!foreign.empty() && !coneGroups(id).count(kernel) && !recompute) {
+  if (!foreign.empty() && !ownGroup && !recompute) {
     // (A value this kernel stores already, a reshape given a pointwise
     // kernel of its own, say: this kernel computes it.)
     auto own = owner_.find(id);
