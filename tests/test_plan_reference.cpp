@@ -409,6 +409,49 @@ output "y" = %14
   }
 }
 
+// r = reshape(expand(s)) of a statistic s (a reshape that is not a unit
+// reshape: the pointwise kernel of r's shape stores it, reading the expand
+// from a kernel of its own), read by an output through e = expand(neg(r)),
+// and a max over unit reshapes of e back to r's shape (random graphs, seed
+// 47600435, session 47): the kernel of r's shape stored the max's operand,
+// reading the unit reshape of e from a kernel of that shape, which read r
+// back from it (a cycle of kernels). Now a pointwise kernel computes a view
+// or an elementwise value itself where the kernel that would store it reads
+// one that this kernel stores. Also in f16 and with a dynamic row count.
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: unit reshapes of a stored reshape's expand, "
+          "reduced",
+          "[compile][plan]") {
+  struct V {
+    const char* t;
+    const char* x;
+    const char* axes;
+  };
+  for (const V& v : {V{"f32", "[1, 2]", "[1]"}, V{"f16", "[1, 2]", "[1]"}, V{"f32", "[D0, 2]", "[0, 1]"}}) {
+    const std::string t = v.t;
+    test::GraphCase c;
+    c.graph = parseGraph(R"(kiln.graph v1
+%0 = input "x" : )" + t + v.x + R"(
+%1 = sum %0 {axes = )" + v.axes + R"(, keepdim = true} : )" + t + R"([1, 1]
+%2 = expand %1 : )" + t + R"([2, 3]
+%3 = reshape %2 : )" + t + R"([3, 2]
+%4 = neg %3 : )" + t + R"([3, 2]
+%5 = expand %4 : )" + t + R"([1, 3, 2]
+%6 = reshape %5 : )" + t + R"([3, 1, 2]
+%7 = reshape %6 : )" + t + R"([3, 2]
+%8 = max %7 {axes = [1], keepdim = false} : )" + t + R"([3]
+%9 = exp %5 : )" + t + R"([1, 3, 2]
+output "a" = %8
+output "b" = %9
+)");
+    c.label = c.graph.toText();
+    c.ranges = {{"x", {-1, 1}}};
+    const DimBindings dims = std::string(v.x).find("D0") != std::string::npos ? DimBindings{{"D0", 5}} : DimBindings{};
+    checkPlan(c, dims);
+    INFO(c.label);
+    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+  }
+}
+
 // var/std over several axes, one of them dynamic: no reshape merges them,
 // so the planner takes the law of total variance one axis at a time and
 // counts the values for the correction (session 23; before, "cannot be

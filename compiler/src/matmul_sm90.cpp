@@ -617,7 +617,7 @@ $MMA_TILE      if (m0 + 128 <= M && n0 + $BN <= N) {
       const long long n0 = nt * $BN;
 $MMA_TILE$STORE_CALLS    }
   }
-$STORE_TAIL}
+$STORE_TAIL$CLUSTER_EXIT}
 )";
 
 }  // namespace
@@ -887,6 +887,17 @@ MatmulKernel emitSm90Matmul(const Graph& g, const Sm90MatmulConfig& c, const std
                      : "  // Every CTA's barriers are initialized before a peer's multicast or arrival reaches them.\n"
                        "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\nbarrier.cluster.wait.acquire.aligned;\" ::: "
                        "\"memory\");\n");
+  // The row form's exchange writes into the cluster's other CTAs; each CTA
+  // waits for every peer's writes into it before it reads them, so none
+  // lands after it has gone, but only a cluster barrier says so to the
+  // hardware's rules and to compute-sanitizer (racecheck reported every
+  // exchange write as one into a CTA that may have exited). The producer
+  // warpgroup has returned: the barrier waits for the threads still there.
+  replaceAll(src, "$CLUSTER_EXIT",
+             rows && ctas > 1
+                 ? "  // No CTA leaves while a peer may still write into its shared memory.\n"
+                   "  asm volatile(\"barrier.cluster.arrive.release;\\nbarrier.cluster.wait.acquire;\" ::: \"memory\");\n"
+                 : "");
   replaceAll(src, "$PRODUCER_TAIL",
              cl == 1 ? ""
                      : "      // Stay until the consumers of both CTAs have released every stage: no\n"

@@ -748,6 +748,7 @@ class Planner {
   int newRowGroup(const Shape& domain, bool permuted);
   bool reshapesAfter(int id, int kernel);
   bool waitsFor(int a, int b) const;
+  bool conePasses(int id, int other, int kernel) const;
   bool needsGroup(int a, int b);
   std::set<int> inputsOf(int id);
 
@@ -942,6 +943,26 @@ bool Planner::needsGroup(int a, int b) {
 }
 
 // Whether kernel `a` runs after kernel `b` (its dependencies, transitively).
+// Whether kernel `other`, computing `id`, would read a value stored by
+// `kernel` or by a kernel that waits for it (and so wait for `kernel`): the
+// cone of `id` down to stored values and reductions (whose row kernels are
+// another matter), a value `other` stores itself excepted.
+bool Planner::conePasses(int id, int other, int kernel) const {
+  std::set<int> seen;
+  std::function<bool(int)> walk = [&](int v) {
+    if (!seen.insert(v).second) return false;
+    if (auto o = owner_.find(v); o != owner_.end())
+      return o->second != other && (o->second == kernel || waitsFor(o->second, kernel));
+    if (isReduction(g_.node(v).op)) return false;
+    for (int i : g_.node(v).inputs)
+      if (walk(i)) return true;
+    return false;
+  };
+  for (int i : g_.node(id).inputs)
+    if (walk(i)) return true;
+  return false;
+}
+
 bool Planner::waitsFor(int a, int b) const {
   std::set<int> seen;
   std::function<bool(int)> walk = [&](int k) {
@@ -1117,12 +1138,19 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
     //    or elementwise (views of alternating shapes, a permute of a unit
     //    reshape of a value needing a statistic, each stored by the
     //    pointwise kernel of its shape, made a cycle; random graphs, session
-    //    40); a reshape then gets a pointwise kernel of its own.
+    //    40); a reshape then gets a pointwise kernel of its own;
+    //  - likewise if that kernel would read, to compute the value, one that
+    //    this kernel (or one waiting for it) stores: it would wait for this
+    //    one (unit reshapes of expand(cast(v)), v a reshape stored here for
+    //    another kernel, read back from a kernel of their shape that read v
+    //    from here; random graphs, session 47).
     if (owner != kernel && own == owner_.end() && kind == KernelPlan::Kind::Pointwise &&
         kernels_[static_cast<size_t>(owner)].kind == KernelPlan::Kind::Pointwise) {
       const bool view = n.op == Op::Permute || n.op == Op::Expand || n.op == Op::Slice ||
                         (n.op == Op::Reshape && unitReshape(n, g_.node(n.inputs[0])));
       if (n.shape == domain && kernels_[static_cast<size_t>(owner)].domain == domain) {
+        owner = kernel;
+      } else if ((view || isElementwise(n.op)) && conePasses(id, owner, kernel)) {
         owner = kernel;
       } else if (waitsFor(owner, kernel)) {
         if (view || isElementwise(n.op)) {
