@@ -748,7 +748,7 @@ class Planner {
   int newRowGroup(const Shape& domain, bool permuted);
   bool reshapesAfter(int id, int kernel);
   bool waitsFor(int a, int b) const;
-  bool conePasses(int id, int other, int kernel) const;
+  bool computingWaitsFor(int id, int other, int kernel) const;
   bool needsGroup(int a, int b);
   std::set<int> inputsOf(int id);
 
@@ -942,12 +942,11 @@ bool Planner::needsGroup(int a, int b) {
   return false;
 }
 
-// Whether kernel `a` runs after kernel `b` (its dependencies, transitively).
 // Whether kernel `other`, computing `id`, would read a value stored by
 // `kernel` or by a kernel that waits for it (and so wait for `kernel`): the
 // cone of `id` down to stored values and reductions (whose row kernels are
 // another matter), a value `other` stores itself excepted.
-bool Planner::conePasses(int id, int other, int kernel) const {
+bool Planner::computingWaitsFor(int id, int other, int kernel) const {
   std::set<int> seen;
   std::function<bool(int)> walk = [&](int v) {
     if (!seen.insert(v).second) return false;
@@ -963,6 +962,7 @@ bool Planner::conePasses(int id, int other, int kernel) const {
   return false;
 }
 
+// Whether kernel `a` runs after kernel `b` (its dependencies, transitively).
 bool Planner::waitsFor(int a, int b) const {
   std::set<int> seen;
   std::function<bool(int)> walk = [&](int k) {
@@ -1150,7 +1150,7 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
                         (n.op == Op::Reshape && unitReshape(n, g_.node(n.inputs[0])));
       if (n.shape == domain && kernels_[static_cast<size_t>(owner)].domain == domain) {
         owner = kernel;
-      } else if ((view || isElementwise(n.op)) && conePasses(id, owner, kernel)) {
+      } else if ((view || isElementwise(n.op)) && computingWaitsFor(id, owner, kernel)) {
         owner = kernel;
       } else if (waitsFor(owner, kernel)) {
         if (view || isElementwise(n.op)) {
