@@ -26,6 +26,13 @@
 // pass normalizes each chunk from shared memory and stores it with st.global,
 // after which (a block barrier) thread 0 refills the slot with chunk g + S.
 //
+// Result (session 47, an H100, docs/benchmarks.md): slower in every config,
+// 2.08-2.77 TB/s against kiln's held forms at 2.92-2.93 (0.97 of the copy
+// roof). More lookahead did not help; fewer synchronizations per row did
+// (clusters of 8 over 16, two blocks per SM over one, larger chunks): each
+// row's cluster barrier and per-chunk block barriers, not the bytes in
+// flight, hold the ring form. Not pursued.
+//
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o ring_rows ring_rows.cu && ./ring_rows [layernorm|rmsnorm|softmax]
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
