@@ -1150,15 +1150,11 @@ void Planner::cut(int id, int kernel, std::set<std::pair<int, int>>& seen) {
                         (n.op == Op::Reshape && unitReshape(n, g_.node(n.inputs[0])));
       if (n.shape == domain && kernels_[static_cast<size_t>(owner)].domain == domain) {
         owner = kernel;
-      } else if ((view || isElementwise(n.op)) && computingWaitsFor(id, owner, kernel)) {
-        owner = kernel;
+      } else if (view || isElementwise(n.op)) {
+        if (waitsFor(owner, kernel) || computingWaitsFor(id, owner, kernel)) owner = kernel;
       } else if (waitsFor(owner, kernel)) {
-        if (view || isElementwise(n.op)) {
-          owner = kernel;
-        } else {
-          const std::string& key = kernels_[static_cast<size_t>(owner)].key;
-          owner = pointwiseKernel(n.shape, key.substr(key.find('@') + 1) + "/value%" + std::to_string(id));
-        }
+        const std::string& key = kernels_[static_cast<size_t>(owner)].key;
+        owner = pointwiseKernel(n.shape, key.substr(key.find('@') + 1) + "/value%" + std::to_string(id));
       }
     }
     if (owner != kernel) {
