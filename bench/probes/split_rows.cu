@@ -18,6 +18,8 @@
 //   nvcc -arch=sm_90 -O3 -o split_rows split_rows.cu && ./split_rows
 #include <cuda_runtime.h>
 
+#include "long_rows.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,47 +28,6 @@
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
-
-enum Op { LN = 0, RMS = 1, SMX = 2 };
-static const char* opName(int op) { return op == LN ? "layernorm" : op == RMS ? "rmsnorm" : "softmax"; }
-
-// States: LN (mean, M2) of equal counts; RMS (sum of squares, 0); SMX (max, sum of exp(x - max)).
-template <int OP>
-__device__ __forceinline__ float2 merge(float2 a, float2 b, float count) {
-  if (OP == LN) {
-    float d = b.x - a.x;
-    return make_float2(0.5f * (a.x + b.x), a.y + b.y + d * d * (0.5f * count));
-  } else if (OP == RMS) {
-    return make_float2(a.x + b.x, 0.f);
-  } else {
-    float m = fmaxf(a.x, b.x);
-    return make_float2(m, a.y * __expf(a.x - m) + b.y * __expf(b.x - m));
-  }
-}
-
-// Butterfly over a warp: lane l holds a state of `count` values; all lanes end equal.
-template <int OP>
-__device__ __forceinline__ float2 warpMerge(float2 s, float count, int width = 32) {
-  for (int o = 1; o < width; o <<= 1) {
-    float2 t;
-    t.x = __shfl_xor_sync(0xffffffffu, s.x, o);
-    t.y = __shfl_xor_sync(0xffffffffu, s.y, o);
-    // Merge in a canonical order (lower lane first) so every lane gets the same bits.
-    bool low = (threadIdx.x & o) == 0;
-    s = low ? merge<OP>(s, t, count) : merge<OP>(t, s, count);
-    count *= 2.f;
-  }
-  return s;
-}
 
 __device__ __forceinline__ unsigned ldAcquire(const unsigned* p) {
   unsigned v;
@@ -209,34 +170,6 @@ struct Bufs {
   size_t flushBytes;
 };
 
-static double reference(int op, const std::vector<float>& hx, const std::vector<float>& hw, const std::vector<float>& hb,
-                        const std::vector<float>& hy, int r, int n) {
-  const float* xr = hx.data() + size_t(r) * n;
-  const float* yr = hy.data() + size_t(r) * n;
-  double worst = 0;
-  auto upd = [&](double e) { worst = std::isfinite(e) ? std::max(worst, e) : INFINITY; };
-  if (op == LN) {
-    double m = 0, v = 0;
-    for (int i = 0; i < n; ++i) m += xr[i];
-    m /= n;
-    for (int i = 0; i < n; ++i) v += (xr[i] - m) * (xr[i] - m);
-    v /= n;
-    double rs = 1 / std::sqrt(v + 1e-5);
-    for (int i = 0; i < n; ++i) upd(std::fabs(yr[i] - ((xr[i] - m) * rs * hw[i] + hb[i])));
-  } else if (op == RMS) {
-    double ss = 0;
-    for (int i = 0; i < n; ++i) ss += double(xr[i]) * xr[i];
-    double rs = 1 / std::sqrt(ss / n + 1e-5);
-    for (int i = 0; i < n; ++i) upd(std::fabs(yr[i] - xr[i] * rs * hw[i]));
-  } else {
-    double m = -1e300, s = 0;
-    for (int i = 0; i < n; ++i) m = std::max(m, double(xr[i]));
-    for (int i = 0; i < n; ++i) s += std::exp(xr[i] - m);
-    for (int i = 0; i < n; ++i) upd(std::fabs(yr[i] - std::exp(xr[i] - m) / s) * n);  // relative to 1/n
-  }
-  return worst;
-}
-
 template <int OP, int T, int V4, int MINB>
 void run(Bufs& B, int rows, int n, int G, int l2Ahead, const std::vector<float>& hx, const std::vector<float>& hw,
          const std::vector<float>& hb, int sms) {
@@ -271,22 +204,7 @@ void run(Bufs& B, int rows, int n, int G, int l2Ahead, const std::vector<float>&
     worst = std::isfinite(e) ? std::max(worst, e) : INFINITY;
   }
   bool ok = worst < (OP == SMX ? 1e-3 : 1e-4) && std::isfinite(worst);
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> ts;
-  for (int it = 0; it < 25; ++it) {
-    CK(cudaMemsetAsync(B.flush, it & 0xff, B.flushBytes));
-    CK(cudaEventRecord(e0));
-    launch();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    if (it >= 5) ts.push_back(ms);
-  }
-  std::sort(ts.begin(), ts.end());
-  double us = ts[ts.size() / 2] * 1e3;
+  const double us = medianFlushedUs(B.flush, B.flushBytes, launch);
   double tbps = 2.0 * rows * double(n) * 4 / (us * 1e-6) / 1e12;
   std::printf("%-9s P=%2d T=%d V=%3d minb=%d G=%2d ahead=%d: grid %3d (%d/SM resident), %3d regs, %7.1f us  %.3f TB/s  %s (err %.2g)\n",
               opName(OP), P, T, V4 * 4, MINB, G, l2Ahead, grid, perSm, fa.numRegs, us, tbps, ok ? "PASS" : "FAIL",
