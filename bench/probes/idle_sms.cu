@@ -27,6 +27,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -38,6 +39,11 @@
 #include "ln.h"
 #include "rms.h"
 #include "smx.h"
+// The split runs (SPLITS below): <op>_m<rc> holds 1024 - rc rows in the
+// clusters, <op>_c<rc> the other rc rows in 20 looped 1024-thread blocks and
+// <op>_d<rc> in 40 looped 512-thread blocks (two a SM); split_all.h includes
+// their 27 headers.
+#include "split_all.h"
 
 #define CK(x)                                                                              \
   do {                                                                                     \
@@ -229,6 +235,94 @@ int main(int argc, char** argv) {
                   median(copies), median(totals));
     }
   }
+  // SPLITS: the rows shared between the clusters (first, on s1) and a
+  // looped companion on the SMs they leave empty (10 us later, on s2); the
+  // time from the clusters' start to both kernels' end, against the
+  // clusters alone on all 1024 rows. The companion's rows are checked
+  // against the clusters' output of the same rows.
+  using Part = void (*)(const TensorView&, const TensorView&, const TensorView&, const TensorView&, void*);
+  auto view = [&](float* base, long long row0, long long rows) {
+    return TensorView(base + row0 * C, DType::F32, {rows, C});
+  };
+  struct Split {
+    int op;  // index into ops
+    int rc;
+    char kind;  // 'c': 20 x 1024 threads, 'd': 40 x 512
+    std::function<void(long long, long long, cudaStream_t)> main, comp;
+  };
+  std::vector<Split> splits;
+#define SPLIT(OPI, OPN, RC, K, CALL)                                                                          \
+  splits.push_back({OPI, RC, #K[0],                                                                           \
+                    [&](long long r0, long long n, cudaStream_t s) { CALL(OPN##_m##RC, r0, n, s); },         \
+                    [&](long long r0, long long n, cudaStream_t s) { CALL(OPN##_##K##RC, r0, n, s); }});
+#define CALL_SMX(F, r0, n, s) kiln_aot::F(view(x, r0, n), view(y, r0, n), s)
+#define CALL_LN(F, r0, n, s) kiln_aot::F(view(x, r0, n), vw, vb, view(y, r0, n), s)
+#define CALL_RMS(F, r0, n, s) kiln_aot::F(view(x, r0, n), vw, view(y, r0, n), s)
+#define SPLITS_OF(OPI, OPN, CALL) \
+  SPLIT(OPI, OPN, 40, c, CALL) SPLIT(OPI, OPN, 80, c, CALL) SPLIT(OPI, OPN, 120, c, CALL) \
+  SPLIT(OPI, OPN, 40, d, CALL) SPLIT(OPI, OPN, 80, d, CALL) SPLIT(OPI, OPN, 120, d, CALL)
+  SPLITS_OF(0, smx, CALL_SMX)
+  SPLITS_OF(1, ln, CALL_LN)
+  SPLITS_OF(2, rms, CALL_RMS)
+  std::printf("\nsplit rows (the clusters first, the companion 10 us later on the SMs left; us, median of %d):\n", reps);
+  std::vector<float> want(2 * C), got(2 * C);
+  for (auto& sp : splits) {
+    const Op& op = ops[sp.op];
+    const long long rm = R - sp.rc;
+    // The clusters' own output of the companion's first and last rows.
+    op.run(s1);
+    CK(cudaStreamSynchronize(s1));
+    CK(cudaMemcpy(want.data(), y + rm * C, C * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(want.data() + C, y + (R - 1) * C, C * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemset(y, 0xff, R * C * 4));  // NaN
+    sp.main(0, rm, s1);
+    sp.comp(rm, sp.rc, s2);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(got.data(), y + rm * C, C * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(got.data() + C, y + (R - 1) * C, C * 4, cudaMemcpyDeviceToHost));
+    double err = 0;
+    for (long long i = 0; i < 2 * C; ++i) {
+      double d = std::fabs(double(got[i]) - double(want[i]));
+      err = std::isfinite(got[i]) ? std::max(err, d) : INFINITY;
+    }
+    std::vector<float> both, compAlone, mainAlone;
+    for (int r = 0; r < reps; ++r) {
+      float ms;
+      flushL2();
+      CK(cudaEventRecord(e0, s1));
+      sp.main(0, rm, s1);
+      spinUs<<<1, 32, 0, s3>>>(10000);
+      CK(cudaEventRecord(eGo, s3));
+      CK(cudaStreamWaitEvent(s2, eGo, 0));
+      sp.comp(rm, sp.rc, s2);
+      CK(cudaEventRecord(c1, s2));
+      CK(cudaStreamWaitEvent(s1, c1, 0));
+      CK(cudaEventRecord(e1, s1));
+      CK(cudaDeviceSynchronize());
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      both.push_back(ms);
+      flushL2();
+      CK(cudaEventRecord(e0, s1));
+      sp.comp(rm, sp.rc, s1);
+      CK(cudaEventRecord(e1, s1));
+      CK(cudaStreamSynchronize(s1));
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      compAlone.push_back(ms);
+      flushL2();
+      CK(cudaEventRecord(e0, s1));
+      sp.main(0, rm, s1);
+      CK(cudaEventRecord(e1, s1));
+      CK(cudaStreamSynchronize(s1));
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      mainAlone.push_back(ms);
+    }
+    float t = median(both);
+    std::printf("  %-9s %4lld + %3d (%s): both %7.1f us = %.3f TB/s | clusters alone %7.1f | companion alone %7.1f (%.3f TB/s) | max abs diff %.2e\n",
+                op.name, rm, sp.rc, sp.kind == 'c' ? "20 x 1024" : "40 x 512 ", t * 1e3, op.bytes / (t * 1e-3) / 1e12,
+                median(mainAlone) * 1e3, median(compAlone) * 1e3,
+                op.bytes * sp.rc / R / (median(compAlone) * 1e-3) / 1e12, err);
+  }
+
   std::printf("\ncopy alone (a 600 us window):\n");
   for (int G : grids) {
     std::set<unsigned> sms;
