@@ -17,12 +17,8 @@
 // the row kernel left unused: a companion on the idle SMs would be worth
 // building. If the row kernel slows by the copy's bytes, DRAM is the limit.
 //
-// Build (development machine; the AOT sources come from the graphs in
-// bench/probes/idle_sms/):
-//   for g in ln rms smx; do build/tools/kiln aot bench/probes/idle_sms/$g.kiln -o /tmp/idle/gen/; done
-//   nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I/tmp/idle/gen -Iruntime/include -Icore/include \
-//     -o idle_sms bench/probes/idle_sms.cu /tmp/idle/gen/{ln,rms,smx}.cpp \
-//     build/runtime/libkiln_runtime.a build/core/libkiln_core.a -ldl -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc
+// Build (development machine, no GPU needed): bash bench/probes/idle_sms/build.sh OUT
+// (kiln aot of the graphs in bench/probes/idle_sms/, whole and split, then nvcc).
 // Run: ./idle_sms [copy blocks ...]   (default 8 16 20 24 32)
 #include <cuda_runtime.h>
 
