@@ -874,6 +874,9 @@ bool runCase(const Case& c) {
       // Tuned: the same check and timing with the tuner's config.
       kiln::CompileOptions to = benchOptions(c);
       to.tune = kiln::CompileOptions::Tune::Always;
+      // Tuning benchmarks at the sizes in `dims`, so a dynamic case names
+      // its dim's value (session 48 call 4: every dynamic case failed here).
+      if (c.flat) to.dims["N"] = dimValues.at(0);
       to.tuningDatabase = db.get();
       auto t1 = std::chrono::steady_clock::now();
       Kernel tuned = compile(g, to);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Session 48 call 5. On an H200: the idle-SM probe and kiln's 1024x262144
+# rows (bench_reduction alone). On an H100: the tuner on the dynamic-length
+# cases, which call 4 could not tune (the bench gave tuning no dim value;
+# fixed in this bundle).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+R=$OUT/r; mkdir -p "$R"
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$GPU"
+W=/tmp/kiln-bundle; rm -rf $W && mkdir -p $W && xz -dc .device/kiln-bundle.tar.xz | tar -C $W -xf -
+K=$W/kiln; echo "bundle $(cat $K/COMMIT)"
+export LD_LIBRARY_PATH=$K/lib:${LD_LIBRARY_PATH:-}
+export KILN_CACHE_DIR=$(mktemp -d)
+if [[ "$GPU" == *H200* ]]; then
+  timeout 60 .device/idle_sms > $R/idle_sms.log 2>&1; echo "idle_sms rc=$? $SECONDS s"; cat $R/idle_sms.log
+  timeout 60 $K/bin/bench_reduction 262144 > $R/kiln-262144.log 2>&1; echo "kiln rc=$? $SECONDS s"
+  grep -E "TB/s|roof" $R/kiln-262144.log | head -12
+else
+  KILN_BENCH_TUNE=$R/tune.json timeout 100 $K/bin/bench_reduction "dynamic N) [32768x4096" "flat N) [32768x4096" > $R/tune-dynamic.log 2>&1
+  echo "tune rc=$? $SECONDS s"; grep -E "kiln 1 kernel|tuned|FAIL|tuning:" $R/tune-dynamic.log | head -40
+fi
+echo "== done $SECONDS s"
+cd "$OUT" && tar czf r.tgz r && rm -rf r
