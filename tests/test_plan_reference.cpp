@@ -452,6 +452,50 @@ output "b" = %9
   }
 }
 
+// Values with no elements (text-form random graphs, seed 48600897, session
+// 48): v = expand(slice(s)) of a statistic s, shaped [1, 3, 0], and
+// reshape(v) to [0], which broadcasts back against v in where(reshape(v)
+// != 0, v + 3, 0). The output's kernel stored v for the reshape's kernel
+// and read the reshape from it (a cycle of kernels). Now every value with
+// a static dim of 0 is a broadcast 0 before planning, and a reduction over
+// one still gives its identity (a sum of zeros, a product of ones).
+TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: values with no elements, reshaped and reduced",
+          "[compile][plan]") {
+  for (const char* t : {"f16", "bf16"}) {
+    const std::string h = t;
+    test::GraphCase c;
+    c.graph = parseGraph(R"(kiln.graph v1
+%0 = input "x" : f32[2]
+%1 = sum %0 {axes = [0], keepdim = false} : f32
+%2 = expand %1 : f32[2, 3]
+%3 = reshape %2 : f32[3, 2]
+%4 = cast %3 : )" + h + R"([3, 2]
+%5 = slice %4 {axis = 1, start = 1, end = 1, step = 1} : )" + h + R"([3, 0]
+%6 = expand %5 : )" + h + R"([1, 3, 0]
+%7 = reshape %6 : )" + h + R"([0]
+%8 = const 0 : i64 weak
+%9 = ne %7, %8 : bool[0]
+%10 = const 3.0 : f32 weak
+%11 = add %6, %10 : )" + h + R"([1, 3, 0]
+%12 = where %9, %11, %8 : )" + h + R"([1, 3, 0]
+%13 = slice %6 {axis = 0, start = 0, end = 0, step = 1} : )" + h + R"([0, 3, 0]
+%14 = cast %13 : f32[0, 3, 0]
+%15 = sum %5 {axes = [1], keepdim = false} : )" + h + R"([3]
+%16 = prod %14 {axes = [0, 2], keepdim = true} : f32[1, 3, 1]
+%17 = add %16, %3 : f32[1, 3, 2]
+output "a" = %12
+output "b" = %14
+output "c" = %15
+output "d" = %17
+)");
+    c.label = c.graph.toText();
+    c.ranges = {{"x", {-1, 1}}};
+    checkPlan(c, {});
+    INFO(c.label);
+    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+  }
+}
+
 // var/std over several axes, one of them dynamic: no reshape merges them,
 // so the planner takes the law of total variance one axis at a time and
 // counts the values for the correction (session 23; before, "cannot be

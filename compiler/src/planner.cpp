@@ -1877,8 +1877,24 @@ Plan planAroundMatmuls(const Graph& g0, const PlanOptions& options) {
 
 }  // namespace
 
+// A value with no elements (a static dim of 0) holds nothing to compute,
+// read or store: it becomes a 0 of its dtype broadcast to its shape, so no
+// kernel reads one from another. (A reshape of [1, 3, 0] to [0], which
+// broadcasts back against [1, 3, 0], needed its operand stored by the
+// kernel that read the reshape from the reshape's own kernel: a cycle;
+// random graphs, session 48.) A reduction over one keeps its operand's
+// shape and so gives its identity, as before.
+static Graph emptyValuesAsZeros(const Graph& g) {
+  return rewriteNodes(g, [&](Graph& ng, int, Node c) {
+    const bool empty =
+        std::any_of(c.shape.begin(), c.shape.end(), [](const Dim& d) { return d.isStatic() && d.size == 0; });
+    if (!empty || c.op == Op::Constant) return ng.addNode(std::move(c));
+    return expand(ng.constant(0, c.dtype), c.shape).id();
+  });
+}
+
 Plan planGraph(const Graph& g, const PlanOptions& options) {
-  const Graph m = mergeEqualNodes(g);
+  const Graph m = mergeEqualNodes(emptyValuesAsZeros(g));
   for (int id : m.canonicalOrder())
     if (m.node(id).op == Op::Matmul) return planAroundMatmuls(m, options);
   return planWithoutMatmuls(m, {});
