@@ -65,6 +65,19 @@ void checkPlan(const test::GraphCase& c, const DimBindings& dims = {}, size_t mi
   }
 }
 
+// A graph in kiln's text form (a planner regression, usually found by the
+// random graphs): its plan checked against the graph on random inputs, and
+// the whole graph compiled.
+void checkTextPlan(const std::string& text, const InputRanges& ranges = {}, const DimBindings& dims = {}) {
+  test::GraphCase c;
+  c.graph = parseGraph(text);
+  c.label = c.graph.toText();
+  c.ranges = ranges;
+  checkPlan(c, dims);
+  INFO(c.label);
+  CHECK_NOTHROW(compiler::compileGraph(c.graph));
+}
+
 // relFloor: |want| below which the tolerance is absolute (0 for softmax's
 // small positive values; 1 where values near 0 come from cancellations,
 // x - mean).
@@ -285,8 +298,7 @@ output "y" = %15
 // another group of its cone already needs.
 TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: an output of two groups and its sum",
           "[compile][plan]") {
-  test::GraphCase c;
-  c.graph = parseGraph(R"(kiln.graph v1
+  checkTextPlan(R"(kiln.graph v1
 %0 = input "x1" : f32[1, 7, 1]
 %1 = max %0 {axes = [2], keepdim = false} : f32[1, 7]
 %2 = argmin %0 {axis = 1, keepdim = true} : i64[1, 1, 1]
@@ -295,12 +307,7 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: an outpu
 %5 = sum %4 {axes = [0, 1, 2], keepdim = true} : f32[1, 1, 1]
 output "y0" = %5
 output "y1" = %4
-)");
-  c.label = c.graph.toText();
-  c.ranges = {{"x1", {-3, 3}}};
-  checkPlan(c, {});
-  INFO(c.label);
-  CHECK_NOTHROW(compiler::compileGraph(c.graph));
+)", {{"x1", {-3, 3}}});
 }
 
 // exp(reshape(expand(s))) of a statistic s, read by an output and, through
@@ -311,8 +318,7 @@ output "y1" = %4
 TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a reshape of a value of a statistic, read twice",
           "[compile][plan]") {
   for (const char* t : {"f32", "f16"}) {
-    test::GraphCase c;
-    c.graph = parseGraph(std::string(R"(kiln.graph v1
+    checkTextPlan(std::string(R"(kiln.graph v1
 %0 = input "x" : )") + t + R"([4]
 %1 = sum %0 {axes = [0], keepdim = true} : )" + t + R"([1]
 %2 = expand %1 : )" + t + R"([2, 3]
@@ -323,12 +329,7 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a reshap
 %7 = neg %6 : )" + t + R"([6, 1]
 output "a" = %5
 output "b" = %7
-)");
-    c.label = c.graph.toText();
-    c.ranges = {{"x", {-1, 1}}};
-    checkPlan(c, {});
-    INFO(c.label);
-    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+)", {{"x", {-1, 1}}});
   }
 }
 
@@ -345,8 +346,7 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a value 
           "[compile][plan]") {
   for (const char* t : {"i32", "f32"}) {
     const std::string acc = std::string(t) == "i32" ? "i64" : "f32";
-    test::GraphCase c;
-    c.graph = parseGraph(std::string(R"(kiln.graph v1
+    checkTextPlan(std::string(R"(kiln.graph v1
 %0 = input "x0" : )") + t + R"([2]
 %1 = prod %0 {axes = [0], keepdim = false} : )" + acc + R"(
 %2 = reshape %1 : )" + acc + R"([1, 1, 1]
@@ -360,12 +360,7 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: a value 
 output "a" = %8
 output "b" = %9
 output "c" = %4
-)");
-    c.label = c.graph.toText();
-    c.ranges = {{"x0", {-3, 3}}};
-    checkPlan(c, {});
-    INFO(c.label);
-    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+)", {{"x0", {-3, 3}}});
   }
 }
 
@@ -428,8 +423,8 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: unit res
   };
   for (const V& v : {V{"f32", "[1, 2]", "[1]"}, V{"f16", "[1, 2]", "[1]"}, V{"f32", "[D0, 2]", "[0, 1]"}}) {
     const std::string t = v.t;
-    test::GraphCase c;
-    c.graph = parseGraph(R"(kiln.graph v1
+    const DimBindings dims = std::string(v.x).find("D0") != std::string::npos ? DimBindings{{"D0", 5}} : DimBindings{};
+    checkTextPlan(R"(kiln.graph v1
 %0 = input "x" : )" + t + v.x + R"(
 %1 = sum %0 {axes = )" + v.axes + R"(, keepdim = true} : )" + t + R"([1, 1]
 %2 = expand %1 : )" + t + R"([2, 3]
@@ -442,13 +437,7 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: unit res
 %9 = exp %5 : )" + t + R"([1, 3, 2]
 output "a" = %8
 output "b" = %9
-)");
-    c.label = c.graph.toText();
-    c.ranges = {{"x", {-1, 1}}};
-    const DimBindings dims = std::string(v.x).find("D0") != std::string::npos ? DimBindings{{"D0", 5}} : DimBindings{};
-    checkPlan(c, dims);
-    INFO(c.label);
-    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+)", {{"x", {-1, 1}}}, dims);
   }
 }
 
@@ -463,8 +452,7 @@ TEST_CASE("plans evaluated kernel by kernel on the CPU match the graph: values w
           "[compile][plan]") {
   for (const char* t : {"f16", "bf16"}) {
     const std::string h = t;
-    test::GraphCase c;
-    c.graph = parseGraph(R"(kiln.graph v1
+    checkTextPlan(R"(kiln.graph v1
 %0 = input "x" : f32[2]
 %1 = sum %0 {axes = [0], keepdim = false} : f32
 %2 = expand %1 : f32[2, 3]
@@ -487,12 +475,7 @@ output "a" = %12
 output "b" = %14
 output "c" = %15
 output "d" = %17
-)");
-    c.label = c.graph.toText();
-    c.ranges = {{"x", {-1, 1}}};
-    checkPlan(c, {});
-    INFO(c.label);
-    CHECK_NOTHROW(compiler::compileGraph(c.graph));
+)", {{"x", {-1, 1}}});
   }
 }
 

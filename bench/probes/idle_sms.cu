@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "kiln/runtime/tensor_view.h"
+#include "long_rows.h"  // CK
 #include "ln.h"
 #include "rms.h"
 #include "smx.h"
@@ -41,14 +42,6 @@
 // their 27 headers.
 #include "split_all.h"
 
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
 
 constexpr int kCopyThreads = 1024;
 constexpr int kCopyShared = 120 * 1024;  // > half an SM: one block a free SM, none beside a row block
@@ -148,12 +141,12 @@ int main(int argc, char** argv) {
   using kiln::DType;
   using kiln::TensorView;
   TensorView vx(x, DType::F32, {R, C}), vy(y, DType::F32, {R, C}), vw(w, DType::F32, {C}), vb(b, DType::F32, {C});
-  struct Op {
+  struct RowOp {
     const char* name;
     double bytes;
     std::function<void(cudaStream_t)> run;
   };
-  std::vector<Op> ops = {
+  std::vector<RowOp> ops = {
       {"softmax", 2.0 * R * C * 4, [&](cudaStream_t s) { kiln_aot::smx(vx, vy, s); }},
       {"layernorm", 2.0 * R * C * 4 + 2.0 * C * 4, [&](cudaStream_t s) { kiln_aot::ln(vx, vw, vb, vy, s); }},
       {"rmsnorm", 2.0 * R * C * 4 + 1.0 * C * 4, [&](cudaStream_t s) { kiln_aot::rms(vx, vw, vy, s); }},
@@ -263,7 +256,7 @@ int main(int argc, char** argv) {
   std::printf("\nsplit rows (the clusters first, the companion 10 us later on the SMs left; us, median of %d):\n", reps);
   std::vector<float> want(2 * C), got(2 * C);
   for (auto& sp : splits) {
-    const Op& op = ops[sp.op];
+    const RowOp& op = ops[sp.op];
     const long long rm = R - sp.rc;
     // The clusters' own output of the companion's first and last rows.
     op.run(s1);

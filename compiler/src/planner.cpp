@@ -1885,10 +1885,14 @@ Plan planAroundMatmuls(const Graph& g0, const PlanOptions& options) {
 // random graphs, session 48.) A reduction over one keeps its operand's
 // shape and so gives its identity, as before.
 static Graph emptyValuesAsZeros(const Graph& g) {
+  auto empty = [](const Shape& s) {
+    return std::any_of(s.begin(), s.end(), [](const Dim& d) { return d.isStatic() && d.size == 0; });
+  };
+  // Most graphs have none: no rebuild on the compile path for them.
+  const std::vector<int> order = g.canonicalOrder();
+  if (std::none_of(order.begin(), order.end(), [&](int id) { return empty(g.node(id).shape); })) return g;
   return rewriteNodes(g, [&](Graph& ng, int, Node c) {
-    const bool empty =
-        std::any_of(c.shape.begin(), c.shape.end(), [](const Dim& d) { return d.isStatic() && d.size == 0; });
-    if (!empty || c.op == Op::Constant) return ng.addNode(std::move(c));
+    if (!empty(c.shape)) return ng.addNode(std::move(c));
     return expand(ng.constant(0, c.dtype), c.shape).id();
   });
 }
